@@ -1,0 +1,57 @@
+// Command echo is a stdio MCP server with two tools, used by Relay's tests and benchmarks:
+// echo returns its text, and sleep waits (reporting progress when asked) until its time is up
+// or the request is cancelled.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/stdio"
+)
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"the text to return"`
+}
+
+type sleepArgs struct {
+	MS int `json:"ms" jsonschema:"how long to sleep, in milliseconds"`
+}
+
+func main() {
+	s := mcp.NewServer(mcp.Implementation{Name: "relay-echo", Version: "1.0.0"}, nil)
+	safe := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the text unchanged.", Annotations: safe},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(in.Text), nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep for ms milliseconds.", Annotations: safe},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, error) {
+			total := time.Duration(in.MS) * time.Millisecond
+			done := time.NewTimer(total)
+			defer done.Stop()
+			tick := time.NewTicker(max(total/10, time.Millisecond))
+			defer tick.Stop()
+			start := time.Now()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-done.C:
+					return mcp.TextResult(fmt.Sprintf("slept %d ms", in.MS)), nil
+				case <-tick.C:
+					req.Progress(float64(time.Since(start).Milliseconds()), float64(in.MS), "sleeping")
+				}
+			}
+		})
+
+	if err := stdio.ServeStdio(context.Background(), s.Runtime()); err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,215 @@
+package jsonrpc
+
+import "errors"
+
+// maxDepth bounds nesting so that a hostile frame cannot exhaust the stack; it matches the
+// limit of encoding/json.
+const maxDepth = 10000
+
+var errSyntax = errors.New("jsonrpc: invalid JSON")
+
+// strSafe marks the bytes that may appear unescaped inside a JSON string without ending it.
+var strSafe = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && isSpace(d[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue validates the JSON value starting at d[i] (no leading space) and returns the index
+// just past it.
+func skipValue(d []byte, i, depth int) (int, error) {
+	if i >= len(d) {
+		return 0, errSyntax
+	}
+	switch c := d[i]; {
+	case c == '"':
+		return skipString(d, i)
+	case c == '{':
+		return skipObject(d, i, depth+1)
+	case c == '[':
+		return skipArray(d, i, depth+1)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(d, i)
+	case c == 't':
+		return skipLiteral(d, i, "true")
+	case c == 'f':
+		return skipLiteral(d, i, "false")
+	case c == 'n':
+		return skipLiteral(d, i, "null")
+	}
+	return 0, errSyntax
+}
+
+func skipLiteral(d []byte, i int, lit string) (int, error) {
+	if len(d)-i < len(lit) || string(d[i:i+len(lit)]) != lit {
+		return 0, errSyntax
+	}
+	return i + len(lit), nil
+}
+
+// skipString validates the string starting at the quote d[i] and returns the index past its
+// closing quote.
+func skipString(d []byte, i int) (int, error) {
+	i++
+	for {
+		for i < len(d) && strSafe[d[i]] {
+			i++
+		}
+		if i >= len(d) {
+			return 0, errSyntax
+		}
+		switch d[i] {
+		case '"':
+			return i + 1, nil
+		case '\\':
+			if i+1 >= len(d) {
+				return 0, errSyntax
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(d)-i < 6 {
+					return 0, errSyntax
+				}
+				for _, h := range d[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, errSyntax
+					}
+				}
+				i += 6
+			default:
+				return 0, errSyntax
+			}
+		default: // a control character
+			return 0, errSyntax
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// skipNumber validates -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(d []byte, i int) (int, error) {
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && isDigit(d[i]):
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	default:
+		return 0, errSyntax
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || !isDigit(d[i]) {
+			return 0, errSyntax
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || !isDigit(d[i]) {
+			return 0, errSyntax
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func skipArray(d []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errSyntax
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = skipValue(d, i, depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(d, i)
+		if i >= len(d) {
+			return 0, errSyntax
+		}
+		switch d[i] {
+		case ',':
+			i = skipSpace(d, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+func skipObject(d []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errSyntax
+	}
+	i = skipSpace(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i >= len(d) || d[i] != '"' {
+			return 0, errSyntax
+		}
+		if i, err = skipString(d, i); err != nil {
+			return 0, err
+		}
+		i = skipSpace(d, i)
+		if i >= len(d) || d[i] != ':' {
+			return 0, errSyntax
+		}
+		if i, err = skipValue(d, skipSpace(d, i+1), depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(d, i)
+		if i >= len(d) {
+			return 0, errSyntax
+		}
+		switch d[i] {
+		case ',':
+			i = skipSpace(d, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// Valid reports whether data is exactly one JSON value, surrounded by optional white space.
+func Valid(data []byte) bool {
+	i, err := skipValue(data, skipSpace(data, 0), 0)
+	return err == nil && skipSpace(data, i) == len(data)
+}

@@ -1,0 +1,20 @@
+// Package mcp serves the Model Context Protocol on Relay's runtime, for both generations a
+// host may speak: the current stateless revision, 2026-07-28, where every request names its
+// version and capabilities in params._meta and server/discover replaces the handshake; and
+// the initialize generation (2025-03-26, 2025-06-18, 2025-11-25) that every host in use today
+// still speaks.
+//
+// A Server holds what it serves (tools, for now) and is protocol state free; Profile turns it
+// into a runtime.Profile, whose per-connection Session decides each request's era:
+//
+//   - params._meta carries io.modelcontextprotocol/protocolVersion: the request is 2026-07-28
+//     and is served from that request alone;
+//   - otherwise an initialize opens a legacy session for the connection, and while it is open
+//     requests without that _meta are legacy;
+//   - otherwise the request is refused with -32602 (legacy ping, answered {}, excepted).
+//
+// Checks run in the order shape, _meta, version (-32022 naming the supported versions),
+// method (-32601, which is also the answer to methods the 2026-07-28 revision removed), then
+// the capabilities the request declared. A cancelled request is never answered
+// (notifications/cancelled); progress is sent only for requests that carry a progressToken.
+package mcp

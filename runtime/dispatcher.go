@@ -1,0 +1,570 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/actors"
+	"github.com/relayrt/relay/jsonrpc"
+)
+
+// stopGrace is how long the dispatcher still waits for request actors after cancelling them at
+// the drain deadline; handlers that ignore their context are then left behind (and logged).
+const stopGrace = time.Second
+
+type evKind uint8
+
+const (
+	evDone evKind = iota
+	evNotify
+	evCall
+)
+
+// event is a message from a request actor to its dispatcher.
+type event struct {
+	kind   evKind
+	e      *entry
+	frame  []byte // evDone: the response (nil if none); evNotify: the notification
+	ctxErr bool   // evDone: the handler failed after its context ended
+	call   *call
+}
+
+type entryState uint8
+
+const (
+	queued entryState = iota
+	running
+)
+
+// entry is the dispatcher's record of one request in flight.
+type entry struct {
+	req       *Request
+	key       string
+	handler   Handler
+	cancel    context.CancelCauseFunc
+	state     entryState
+	long      bool
+	cancelled bool // by the peer
+	abandoned bool // at the drain deadline
+	batch     *batch
+	calls     []string // our requests to the peer on its behalf
+}
+
+// batch collects the answers to the members of one JSON-RPC batch.
+type batch struct {
+	pending int
+	sealed  bool
+	parts   [][]byte
+}
+
+type dispatcher struct {
+	s       *Server
+	p       *Profile
+	log     *zap.Logger
+	session Session
+	base    context.Context
+
+	in      <-chan Inbound
+	out     chan<- []byte
+	events  chan event
+	stopped chan struct{}
+	drainCh chan struct{}
+
+	table    map[string]*entry
+	queue    []*entry
+	running  int // request actors that count against the limit
+	actors   int // all request actors alive
+	pending  map[string]*call
+	nextCall int64
+
+	draining    bool
+	stopReading bool
+	abandoned   bool
+	deadline  <-chan time.Time
+}
+
+func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, out chan<- []byte) *dispatcher {
+	return &dispatcher{
+		s:       s,
+		p:       &s.profile,
+		log:     s.opts.logger,
+		session: s.profile.NewSession(),
+		base:    context.WithoutCancel(ctx),
+		in:      in,
+		out:     out,
+		events:  make(chan event, 256),
+		stopped: make(chan struct{}),
+		drainCh: make(chan struct{}),
+		table:   make(map[string]*entry),
+		pending: make(map[string]*call),
+	}
+}
+
+// send delivers an event from a request actor; it fails only once the dispatcher has stopped.
+func (d *dispatcher) send(ev event) error {
+	select {
+	case d.events <- ev:
+		return nil
+	case <-d.stopped:
+		return ErrConnectionClosed
+	}
+}
+
+func (d *dispatcher) run(ctx context.Context) error {
+	defer close(d.stopped)
+	done := ctx.Done()
+	var grace <-chan time.Time
+	for {
+		if d.draining && d.in == nil && len(d.table) == 0 && d.actors == 0 {
+			return nil
+		}
+		select {
+		case in, ok := <-d.in:
+			if !ok {
+				d.in = nil
+				d.beginDrain()
+				continue
+			}
+			if in.TooLarge > 0 {
+				d.tooLarge(in.TooLarge)
+				continue
+			}
+			d.frame(in.Frame)
+		case ev := <-d.events:
+			d.event(ev)
+		case <-done:
+			done = nil
+			d.beginDrain()
+		case <-d.deadline:
+			d.deadline = nil
+			d.abandon()
+			grace = time.After(stopGrace)
+		case <-grace:
+			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind",
+				zap.Int("handlers", d.actors))
+			return nil
+		}
+	}
+}
+
+// beginDrain stops taking new work. Frames still arriving are read to the end (a transport
+// stops its reader when the Serve context ends) and their requests refused.
+func (d *dispatcher) beginDrain() {
+	if d.draining {
+		return
+	}
+	d.draining = true
+	close(d.drainCh)
+	d.deadline = time.After(d.s.opts.drainTimeout)
+}
+
+// abandon cancels everything still in flight at the drain deadline.
+func (d *dispatcher) abandon() {
+	d.abandoned = true
+	for _, e := range d.queue {
+		d.forget(e)
+		var frame []byte
+		if d.p.Abandoned != nil {
+			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
+		}
+		d.finish(e.batch, frame)
+	}
+	d.queue = nil
+	for _, e := range d.table {
+		e.abandoned = true
+		e.cancel(ErrAbandoned)
+	}
+}
+
+func (d *dispatcher) tooLarge(limit int) {
+	d.log.Warn("discarded a frame over the size limit", zap.Int("limit", limit))
+	if d.p.FrameTooLarge != nil {
+		d.write(jsonrpc.AppendError(nil, d.unreadableID(), d.p.FrameTooLarge(limit)))
+	}
+}
+
+func (d *dispatcher) unreadableID() jsonrpc.ID {
+	if d.p.NullID {
+		return jsonrpc.Null
+	}
+	return nil
+}
+
+// frame handles one frame: a message or a batch.
+func (d *dispatcher) frame(f []byte) {
+	if !jsonrpc.IsBatch(f) {
+		d.message(f, nil)
+		return
+	}
+	if !d.p.Batches {
+		if jsonrpc.Valid(f) {
+			d.write(jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"Invalid request: batches are not supported by this protocol; send one message per line")))
+		} else {
+			d.write(jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeParseError,
+				"Parse error: the message is not valid JSON")))
+		}
+		return
+	}
+	members, err := jsonrpc.SplitBatch(f)
+	if err != nil {
+		var de *jsonrpc.DecodeError
+		errors.As(err, &de)
+		d.write(jsonrpc.AppendError(nil, d.unreadableID(), de.AsError()))
+		return
+	}
+	if len(members) == 0 {
+		d.write(jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: an empty batch")))
+		return
+	}
+	b := &batch{}
+	for _, m := range members {
+		if d.stopReading {
+			break
+		}
+		if jsonrpc.IsBatch(m) {
+			d.answer(b, jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"Invalid request: a batch member must be an object")))
+			continue
+		}
+		d.message(m, b)
+	}
+	b.sealed = true
+	d.flushBatch(b)
+}
+
+// message handles one message; b is its batch, or nil.
+func (d *dispatcher) message(f []byte, b *batch) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil {
+		var de *jsonrpc.DecodeError
+		errors.As(err, &de)
+		if m.Kind == jsonrpc.KindNotification || m.Kind == jsonrpc.KindResponse {
+			d.log.Warn("dropped a malformed "+m.Kind.String()+"; it cannot be answered", zap.Error(err))
+			return
+		}
+		id := m.ID
+		if id == nil {
+			id = d.unreadableID()
+		}
+		d.answer(b, jsonrpc.AppendError(nil, id, de.AsError()))
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		d.response(m)
+	case jsonrpc.KindNotification:
+		d.notification(m)
+	case jsonrpc.KindRequest:
+		d.request(m, b)
+	}
+}
+
+func (d *dispatcher) notification(m jsonrpc.Message) {
+	if m.Params != nil && !jsonrpc.IsObject(m.Params) {
+		d.log.Warn("dropped a notification whose params are not an object", zap.String("method", m.Method))
+		return
+	}
+	if m.Method == d.p.CancelMethod && d.p.CancelMethod != "" {
+		id, ok := d.p.CancelTarget(m.Params)
+		if !ok {
+			d.log.Warn("dropped a malformed cancel notification")
+			return
+		}
+		d.cancel(id)
+		return
+	}
+	d.session.Notification(m.Method, m.Params)
+}
+
+// cancel handles the peer's cancel of the request with the given id.
+func (d *dispatcher) cancel(id jsonrpc.ID) {
+	e, ok := d.table[string(id)]
+	if !ok || e.cancelled {
+		return // unknown or finished: ignored, as every profile allows
+	}
+	e.cancelled = true
+	if e.state == queued {
+		d.removeQueued(e)
+		d.forget(e)
+		var frame []byte
+		if d.p.Cancelled != nil {
+			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
+		}
+		d.finish(e.batch, frame)
+		return
+	}
+	e.cancel(ErrCancelled)
+}
+
+func (d *dispatcher) response(m jsonrpc.Message) {
+	c, ok := d.pending[string(m.ID)]
+	if !ok {
+		d.log.Warn("dropped a response to no request of ours", zap.ByteString("id", m.ID))
+		return
+	}
+	delete(d.pending, string(m.ID))
+	if m.Error != nil {
+		var e jsonrpc.Error
+		if err := json.Unmarshal(m.Error, &e); err != nil {
+			c.reply <- callReply{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the peer sent a malformed error object"}}
+			return
+		}
+		c.reply <- callReply{err: &e}
+		return
+	}
+	c.reply <- callReply{result: m.Result}
+}
+
+func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
+	if d.stopReading {
+		return // arrived after a shutdown route: never started
+	}
+	if d.draining {
+		d.log.Warn("refused a request that arrived while shutting down", zap.String("method", m.Method))
+		if d.p.Abandoned != nil {
+			d.answer(b, jsonrpc.AppendError(nil, m.ID, d.p.Abandoned))
+		}
+		return
+	}
+	if m.Params != nil && !jsonrpc.IsObject(m.Params) {
+		e := d.p.InvalidParams
+		if e == nil {
+			e = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: params must be a JSON object")
+		}
+		d.answer(b, jsonrpc.AppendError(nil, m.ID, e))
+		return
+	}
+	key := string(m.ID)
+	if _, dup := d.table[key]; dup {
+		d.answer(b, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: this id is already in flight; use a new id for each request")))
+		return
+	}
+	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}
+	r := d.session.Route(req)
+	if r.Handler == nil {
+		var frame []byte
+		if r.Err != nil {
+			frame = jsonrpc.AppendError(nil, m.ID, ErrorOf(r.Err))
+		} else {
+			frame = d.encodeResult(m.ID, r.Result)
+		}
+		d.answer(b, frame)
+		if r.Shutdown {
+			d.shutdown()
+		}
+		return
+	}
+	e := &entry{req: req, key: key, handler: r.Handler, long: r.LongLived, batch: b}
+	req.e = e
+	d.table[key] = e
+	if b != nil {
+		b.pending++
+	}
+	switch {
+	case e.long || d.running < d.s.opts.maxInFlight:
+		d.start(e)
+	case len(d.queue) < d.s.opts.queue:
+		d.queue = append(d.queue, e)
+	default:
+		delete(d.table, key)
+		if b != nil {
+			b.pending--
+		}
+		d.log.Warn("refused a request: in-flight limit and queue are full",
+			zap.Int("inFlight", d.running), zap.Int("queued", len(d.queue)))
+		d.answer(b, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
+	}
+	if r.Shutdown {
+		d.shutdown()
+	}
+}
+
+// shutdown is a route's request to stop: nothing more is read, so nothing that arrives later
+// is started or answered.
+func (d *dispatcher) shutdown() {
+	d.in = nil
+	d.stopReading = true
+	d.beginDrain()
+}
+
+func (d *dispatcher) start(e *entry) {
+	e.state = running
+	if !e.long {
+		d.running++
+	}
+	d.actors++
+	ctx, cancel := context.WithCancelCause(d.base)
+	e.cancel = cancel
+	go d.runActor(ctx, e)
+}
+
+// runActor is the body of a request actor.
+func (d *dispatcher) runActor(ctx context.Context, e *entry) {
+	var result any
+	err := actors.Recover(func() error {
+		var herr error
+		result, herr = e.handler(ctx, e.req)
+		return herr
+	})
+	ev := event{kind: evDone, e: e}
+	var pe *actors.PanicError
+	switch {
+	case errors.As(err, &pe):
+		d.log.Error("request handler panicked", zap.String("method", e.req.Method),
+			zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))
+		ev.frame = jsonrpc.AppendError(nil, e.req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "Internal error: the handler panicked; see the server's log"})
+	case err != nil:
+		ev.ctxErr = ctx.Err() != nil
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) && !ev.ctxErr {
+			d.log.Warn("request handler failed", zap.String("method", e.req.Method), zap.Error(err))
+		}
+		ev.frame = jsonrpc.AppendError(nil, e.req.ID, ErrorOf(err))
+	default:
+		ev.frame = d.encodeResult(e.req.ID, result)
+	}
+	e.cancel(nil)
+	d.send(ev)
+}
+
+func (d *dispatcher) encodeResult(id jsonrpc.ID, result any) []byte {
+	switch r := result.(type) {
+	case json.RawMessage:
+		if r == nil {
+			r = json.RawMessage("null")
+		}
+		return jsonrpc.AppendResult(nil, id, r)
+	case nil:
+		return jsonrpc.AppendResult(nil, id, []byte("null"))
+	}
+	raw, err := json.Marshal(result)
+	if err != nil {
+		d.log.Error("cannot encode a handler's result", zap.Error(err))
+		return jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "Internal error: the result could not be encoded as JSON"})
+	}
+	return jsonrpc.AppendResult(nil, id, raw)
+}
+
+func (d *dispatcher) event(ev event) {
+	e := ev.e
+	switch ev.kind {
+	case evNotify:
+		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
+			return // answered already, or cancelled and owed nothing more
+		}
+		d.write(ev.frame)
+	case evCall:
+		if d.table[e.key] != e {
+			ev.call.reply <- callReply{err: ErrConnectionClosed}
+			return
+		}
+		d.nextCall++
+		id := jsonrpc.ID(strconv.AppendInt(nil, d.nextCall, 10))
+		d.pending[string(id)] = ev.call
+		e.calls = append(e.calls, string(id))
+		d.write(jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params))
+	case evDone:
+		d.actors--
+		if !e.long {
+			d.running--
+		}
+		d.forget(e)
+		frame := ev.frame
+		switch {
+		case e.cancelled && d.p.Cancelled == nil:
+			frame = nil
+		case e.cancelled && ev.ctxErr:
+			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
+		case e.abandoned && ev.ctxErr:
+			frame = nil
+			if d.p.Abandoned != nil {
+				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
+			}
+		}
+		d.finish(e.batch, frame)
+		d.startQueued()
+	}
+}
+
+// forget removes an entry from the table and drops its calls to the peer.
+func (d *dispatcher) forget(e *entry) {
+	if d.table[e.key] == e {
+		delete(d.table, e.key)
+	}
+	for _, id := range e.calls {
+		delete(d.pending, id)
+	}
+}
+
+func (d *dispatcher) startQueued() {
+	for len(d.queue) > 0 && d.running < d.s.opts.maxInFlight && !d.abandoned {
+		e := d.queue[0]
+		d.queue[0] = nil
+		d.queue = d.queue[1:]
+		d.start(e)
+	}
+}
+
+func (d *dispatcher) removeQueued(e *entry) {
+	for i, q := range d.queue {
+		if q == e {
+			d.queue = append(d.queue[:i], d.queue[i+1:]...)
+			return
+		}
+	}
+}
+
+// answer sends a request's final frame (nil: none), or keeps it for its batch.
+func (d *dispatcher) answer(b *batch, frame []byte) {
+	if b == nil {
+		if frame != nil {
+			d.write(frame)
+		}
+		return
+	}
+	if frame != nil {
+		b.parts = append(b.parts, frame)
+	}
+	d.flushBatch(b)
+}
+
+// finish is answer for a request that had an entry: in a batch it no longer counts as pending.
+func (d *dispatcher) finish(b *batch, frame []byte) {
+	if b != nil {
+		b.pending--
+	}
+	d.answer(b, frame)
+}
+
+func (d *dispatcher) flushBatch(b *batch) {
+	if !b.sealed || b.pending > 0 || b.parts == nil {
+		return
+	}
+	size := 1
+	for _, p := range b.parts {
+		size += len(p) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i, p := range b.parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	out = append(out, ']')
+	b.parts = nil
+	d.write(out)
+}
+
+func (d *dispatcher) write(frame []byte) { d.out <- frame }

@@ -1,0 +1,28 @@
+// Package runtime is Relay's server core: a dispatcher actor per connection that owns the
+// table of requests in flight, and one request actor per request, each with its own context.
+//
+// A transport hands the dispatcher frames on a channel (Inbound) and takes the frames to send
+// from another (the dispatcher is that channel's only sender and closes it when the connection
+// is done). Between the two, everything is a message to the dispatcher: a request actor's
+// result, a notification it sends, a question it asks the peer, a cancel from the peer, the end
+// of input, the drain deadline. No lock guards the in-flight table; only the dispatcher touches it.
+//
+// What differs between protocols built on JSON-RPC is declared by a Profile: the id of an
+// answer to an unreadable request, whether batches are allowed, the cancel notification and
+// whether a cancelled request is still answered, the errors for overload, oversize frames and
+// shutdown, and a Session that routes each request on the dispatcher's goroutine. The
+// dispatcher itself has no protocol in it.
+//
+// Life of a request: the dispatcher decodes the envelope (ids and params stay raw bytes), asks
+// the Session for a Route, and either answers at once or starts the route's Handler in a new
+// goroutine. When more than MaxInFlight requests run, new ones wait in a bounded queue; when
+// that is full they are refused at once with the profile's overload error. A request actor's
+// output goes back through the dispatcher, which drops it if the request was cancelled and the
+// profile says a cancelled request is not answered: no frame for a cancelled request can slip
+// out after the cancel was read.
+//
+// Shutdown flows one way: input ends (EOF, a shutdown route, or the Serve context), the
+// dispatcher stops taking requests, closes every request's Draining channel so that long-lived
+// streams can end themselves, lets the rest finish, and after the drain timeout cancels what is
+// left. It closes the output channel last, so the transport's writer can flush everything.
+package runtime

@@ -1,0 +1,173 @@
+package stdio
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/actors"
+	"github.com/relayrt/relay/runtime"
+)
+
+// Option configures a stdio transport.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	maxFrame int
+	logger   *zap.Logger
+}
+
+// WithMaxFrame sets the longest line accepted (default 16 MiB); longer lines are discarded and
+// answered with the profile's frame-too-large error.
+func WithMaxFrame(n int) Option { return optionFunc(func(o *options) { o.maxFrame = n }) }
+
+// WithLogger sets the transport's logger (default: runtime.DefaultLogger, on stderr).
+func WithLogger(l *zap.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
+
+func buildOptions(opts []Option) options {
+	o := options{maxFrame: DefaultMaxFrame}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.logger == nil {
+		o.logger = runtime.DefaultLogger()
+	}
+	return o
+}
+
+// Serve serves one connection of srv: frames are read from r and written to w. It returns
+// after input ends (or ctx is cancelled) and every request has been answered or abandoned as
+// the server's drain rules say, with all output written. If r is an io.Closer it is closed
+// when ctx is cancelled, to stop a blocked read; a reader that cannot be interrupted keeps
+// Serve waiting until its Read returns.
+func Serve(ctx context.Context, srv *runtime.Server, r io.Reader, w io.Writer, opts ...Option) error {
+	o := buildOptions(opts)
+	in := make(chan runtime.Inbound, 64)
+	out := make(chan []byte, 1024)
+	var g actors.Group
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g.Add(func(ctx context.Context) error { return readLoop(ctx, NewReader(r, o.maxFrame), r, in, o.logger) })
+	g.Add(func(ctx context.Context) error { return srv.Serve(ctx, in, out) })
+	g.Add(func(context.Context) error {
+		return writeLoop(w, out, o.logger, func(error) { cancel() })
+	})
+	err := g.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// readLoop is the reader actor: it owns r, turns its bytes into frames for the dispatcher,
+// and closes in at the end of input.
+func readLoop(ctx context.Context, fr *Reader, r io.Reader, in chan<- runtime.Inbound, log *zap.Logger) error {
+	if c, ok := r.(io.Closer); ok {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		defer stop()
+	}
+	for {
+		line, err := fr.Next()
+		var msg runtime.Inbound
+		var tl *TooLargeError
+		switch {
+		case err == nil:
+			msg.Frame = append([]byte(nil), line...)
+		case errors.As(err, &tl):
+			msg.TooLarge = tl.Limit
+		case errors.Is(err, io.EOF) || ctx.Err() != nil:
+			return waitEnd(ctx, in)
+		default:
+			log.Error("cannot read the protocol input; treating it as its end", zap.Error(err))
+			return waitEnd(ctx, in)
+		}
+		select {
+		case in <- msg:
+		case <-ctx.Done():
+			return waitEnd(ctx, in)
+		}
+	}
+}
+
+// waitEnd closes in, telling the dispatcher that input has ended, and returns only when the
+// group stops: the dispatcher's return, not the reader's, ends a connection.
+func waitEnd(ctx context.Context, in chan<- runtime.Inbound) error {
+	close(in)
+	<-ctx.Done()
+	return nil
+}
+
+// ServeStdio serves srv on the process's stdin and stdout until stdin ends or the process
+// receives SIGTERM or SIGINT, then drains and returns. While it runs, file descriptor 1 (and
+// so os.Stdout) points at stderr and protocol frames go to a private duplicate of the
+// original stdout, so nothing but frames can reach the peer.
+func ServeStdio(ctx context.Context, srv *runtime.Server, opts ...Option) error {
+	o := buildOptions(opts)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	proto, restore, err := protectStdout()
+	if err != nil {
+		return err
+	}
+	defer restore()
+	in := pollableStdin(o.logger)
+	return Serve(ctx, srv, in, proto, opts...)
+}
+
+// ServeListener serves srv on every connection accepted from ln, each with its own
+// dispatcher, until ctx is cancelled; then it closes ln, lets every connection drain, and
+// returns once all have.
+func ServeListener(ctx context.Context, srv *runtime.Server, ln net.Listener, opts ...Option) error {
+	o := buildOptions(opts)
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			if err := Serve(ctx, srv, conn, conn, opts...); err != nil {
+				o.logger.Warn("connection ended with an error", zap.Error(err))
+			}
+		}()
+	}
+}
+
+// pollableStdin returns stdin as a file whose reads can be interrupted by Close: a pipe or a
+// socket is switched to non-blocking mode so that Go's poller owns it. A terminal or a
+// regular file is left as it is.
+func pollableStdin(log *zap.Logger) *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(0, &st); err != nil {
+		return os.Stdin
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFIFO, syscall.S_IFSOCK:
+		if err := syscall.SetNonblock(0, true); err != nil {
+			log.Debug("stdin stays blocking", zap.Error(err))
+			return os.Stdin
+		}
+		return os.NewFile(0, "/dev/stdin")
+	}
+	return os.Stdin
+}

@@ -1,0 +1,64 @@
+package stdio
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"go.uber.org/zap"
+)
+
+// maxCoalesce bounds how many bytes of queued frames the writer joins into one write.
+const maxCoalesce = 1 << 20
+
+// writeLoop is the writer actor: the only owner of w. It takes frames until frames is closed,
+// joins whatever is queued into one write (so a busy server makes one syscall for many
+// frames, and an idle one flushes each frame at once), and ends every frame with "\n". After
+// a write fails it reports the error through failed, keeps taking frames (so that no sender
+// ever blocks on a dead output) and discards them.
+func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(error)) error {
+	var werr error
+	buf := make([]byte, 0, 64<<10)
+	for f := range frames {
+		buf = appendFrame(buf[:0], f, log)
+	more:
+		for len(buf) < maxCoalesce {
+			select {
+			case f, ok := <-frames:
+				if !ok {
+					break more
+				}
+				buf = appendFrame(buf, f, log)
+			default:
+				break more
+			}
+		}
+		if werr != nil || len(buf) == 0 {
+			continue
+		}
+		if _, err := w.Write(buf); err != nil {
+			werr = err
+			log.Error("cannot write to the protocol output; discarding further frames", zap.Error(err))
+			failed(err)
+		}
+		if cap(buf) > 4*maxCoalesce {
+			buf = make([]byte, 0, 64<<10) // do not keep a huge buffer after one huge frame
+		}
+	}
+	return werr
+}
+
+// appendFrame appends f and a newline, compacting f first if it spans lines.
+func appendFrame(buf, f []byte, log *zap.Logger) []byte {
+	if bytes.IndexByte(f, '\n') < 0 {
+		buf = append(buf, f...)
+		return append(buf, '\n')
+	}
+	mark := len(buf)
+	out := bytes.NewBuffer(buf)
+	if err := json.Compact(out, f); err != nil {
+		log.Error("dropped an outgoing frame that is not valid JSON", zap.Error(err))
+		return buf[:mark]
+	}
+	return append(out.Bytes(), '\n')
+}
