@@ -85,7 +85,7 @@ type dispatcher struct {
 	draining    bool
 	stopReading bool
 	abandoned   bool
-	deadline  <-chan time.Time
+	deadline    <-chan time.Time
 }
 
 func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, out chan<- []byte) *dispatcher {
