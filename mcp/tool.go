@@ -185,7 +185,7 @@ func (s *Server) callTool(rm requestMeta, modern bool) runtime.Handler {
 			args = nil
 		}
 		if args != nil && !jsonrpc.IsObject(args) {
-			return ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
+			return s.encodeCallResult(ErrorResult("Invalid arguments for tool "+name+": arguments must be an object"), modern)
 		}
 		req := &CallToolRequest{Name: name, Arguments: json.RawMessage(args), rt: rt, meta: rm}
 		res, err := tl.call(ctx, req)

@@ -3,6 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
 )
 
 // Server serves one protocol profile on any number of connections.
@@ -16,11 +20,19 @@ func NewServer(p Profile, opts ...Option) *Server {
 	if p.NewSession == nil {
 		panic("runtime: Profile.NewSession is required")
 	}
+	if p.Overloaded == nil {
+		p.Overloaded = defaultOverloaded
+	}
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
 	return &Server{profile: p, opts: o}
+}
+
+func defaultOverloaded(retryAfter time.Duration) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: -32000,
+		Message: fmt.Sprintf("Server overloaded: too many requests in flight; retry after %d ms", retryAfter.Milliseconds())}
 }
 
 // Inbound is one unit of input from a transport: a frame, or word that the transport
