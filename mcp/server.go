@@ -74,7 +74,7 @@ func (s *Server) Profile() runtime.Profile {
 		Abandoned: &jsonrpc.Error{Code: CodeServerBusy,
 			Message: "Server shutting down: the request did not finish before the drain deadline; retry it",
 			Data:    map[string]any{"retryable": true}},
-		NewSession: func() runtime.Session { return &session{s: s} },
+		NewSession: func(peer *runtime.Peer) runtime.Session { return &session{s: s, peer: peer} },
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 // dispatcher goroutine, so it needs no locks.
 type session struct {
 	s      *Server
+	peer   *runtime.Peer
 	legacy *legacySession
 }
 

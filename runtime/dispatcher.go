@@ -23,6 +23,7 @@ const (
 	evDone evKind = iota
 	evNotify
 	evCall
+	evPeer // a notification of the session's, tied to no request
 )
 
 // event is a message from a request actor to its dispatcher.
@@ -89,11 +90,10 @@ type dispatcher struct {
 }
 
 func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, out chan<- []byte) *dispatcher {
-	return &dispatcher{
+	d := &dispatcher{
 		s:       s,
 		p:       &s.profile,
 		log:     s.opts.logger,
-		session: s.profile.NewSession(),
 		base:    context.WithoutCancel(ctx),
 		in:      in,
 		out:     out,
@@ -103,6 +103,8 @@ func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, out chan<-
 		table:   make(map[string]*entry),
 		pending: make(map[string]*call),
 	}
+	d.session = s.profile.NewSession(&Peer{d: d})
+	return d
 }
 
 // send delivers an event from a request actor; it fails only once the dispatcher has stopped.
@@ -117,6 +119,9 @@ func (d *dispatcher) send(ev event) error {
 
 func (d *dispatcher) run(ctx context.Context) error {
 	defer close(d.stopped)
+	if c, ok := d.session.(SessionCloser); ok {
+		defer c.Close()
+	}
 	done := ctx.Done()
 	var grace <-chan time.Time
 	for {
@@ -458,6 +463,8 @@ func (d *dispatcher) encodeResult(id jsonrpc.ID, result any) []byte {
 func (d *dispatcher) event(ev event) {
 	e := ev.e
 	switch ev.kind {
+	case evPeer:
+		d.write(ev.frame)
 	case evNotify:
 		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more

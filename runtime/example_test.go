@@ -27,7 +27,7 @@ func (greeter) Notification(string, json.RawMessage) {}
 
 func ExampleServer_Connect() {
 	srv := runtime.NewServer(runtime.Profile{
-		NewSession: func() runtime.Session { return greeter{} },
+		NewSession: func(*runtime.Peer) runtime.Session { return greeter{} },
 	})
 	ctx := context.Background()
 	conn := srv.Connect(ctx)

@@ -42,8 +42,9 @@ type Profile struct {
 	// Nil means the standard -32602.
 	InvalidParams *jsonrpc.Error
 
-	// NewSession returns the protocol state of one connection.
-	NewSession func() Session
+	// NewSession returns the protocol state of one connection. The Peer lets the session
+	// send notifications that belong to no request (list changes, resource updates).
+	NewSession func(peer *Peer) Session
 }
 
 // Session is a protocol's state for one connection. The dispatcher calls its methods on its
@@ -54,6 +55,13 @@ type Session interface {
 	Route(req *Request) Route
 	// Notification receives every notification except cancels.
 	Notification(method string, params json.RawMessage)
+}
+
+// SessionCloser is implemented by a Session that holds resources beyond its connection's
+// life, such as a subscription to server-wide events; Close is called once, on the
+// dispatcher's goroutine, when the connection stops.
+type SessionCloser interface {
+	Close()
 }
 
 // Route is a Session's decision about one request. Exactly one of Handler, Result and Err is

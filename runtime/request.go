@@ -93,3 +93,19 @@ type callReply struct {
 	result json.RawMessage
 	err    error
 }
+
+// Peer is a Session's handle on its connection, for messages that belong to no request.
+type Peer struct{ d *dispatcher }
+
+// Notify sends a notification to the peer. It may be called from any goroutine, and fails
+// with ErrConnectionClosed once the connection has stopped.
+func (p *Peer) Notify(method string, params any) error {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	return p.d.send(event{kind: evPeer, frame: jsonrpc.AppendNotification(nil, method, raw)})
+}
+
+// Done is closed when the connection has stopped.
+func (p *Peer) Done() <-chan struct{} { return p.d.stopped }

@@ -69,7 +69,7 @@ func profile(handlers map[string]runtime.Handler, answered bool) runtime.Profile
 			return &jsonrpc.Error{Code: -32011, Message: "busy", Data: map[string]int64{"retryAfterMs": retry.Milliseconds()}}
 		},
 		Abandoned:  jsonrpc.Errorf(-32010, "shutting down"),
-		NewSession: func() runtime.Session { return &testSession{handlers: handlers} },
+		NewSession: func(*runtime.Peer) runtime.Session { return &testSession{handlers: handlers} },
 	}
 	if answered {
 		p.Cancelled = jsonrpc.Errorf(-32006, "cancelled")
@@ -325,7 +325,9 @@ func TestPanic_InternalErrorAndServerGoesOn(t *testing.T) {
 
 func TestErrors_HandlerErrorsBecomeJSONRPCErrors(t *testing.T) {
 	c := dial(t, profile(map[string]runtime.Handler{
-		"rpcerr":   func(ctx context.Context, r *runtime.Request) (any, error) { return nil, jsonrpc.Errorf(-32042, "custom") },
+		"rpcerr": func(ctx context.Context, r *runtime.Request) (any, error) {
+			return nil, jsonrpc.Errorf(-32042, "custom")
+		},
 		"plainerr": func(ctx context.Context, r *runtime.Request) (any, error) { return nil, errors.New("secret detail") },
 		"badjson":  func(ctx context.Context, r *runtime.Request) (any, error) { return func() {}, nil },
 	}, false))
@@ -374,14 +376,14 @@ func TestMalformed_AnsweredPerJSONRPC(t *testing.T) {
 func TestNotAnswered_NotificationsAndResponses(t *testing.T) {
 	notes := make(chan string, 4)
 	p := profile(nil, false)
-	p.NewSession = func() runtime.Session { return &testSession{notes: notes} }
+	p.NewSession = func(*runtime.Peer) runtime.Session { return &testSession{notes: notes} }
 	c := dial(t, p)
 	c.send(
-		`{"jsonrpc":"2.0","method":"hello"}`,                   // a notification goes to the session
-		`{"method":"broken"}`,                                  // a malformed notification: logged only
-		`{"jsonrpc":"2.0","id":77,"result":{}}`,                // a response to nothing: logged only
+		`{"jsonrpc":"2.0","method":"hello"}`,                    // a notification goes to the session
+		`{"method":"broken"}`,                                   // a malformed notification: logged only
+		`{"jsonrpc":"2.0","id":77,"result":{}}`,                 // a response to nothing: logged only
 		`{"jsonrpc":"2.0","method":"cancel","params":{"id":5}}`, // a cancel for nothing: ignored
-		`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`,      // a malformed response: logged only
+		`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`,       // a malformed response: logged only
 	)
 	if got := <-notes; got != "hello" {
 		t.Fatalf("session got %q", got)
