@@ -9,4 +9,7 @@ require (
 	go.uber.org/zap v1.28.0
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+)

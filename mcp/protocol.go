@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -82,9 +81,3 @@ func overloaded(retryAfter time.Duration) *jsonrpc.Error {
 
 func isSupportedLegacy(v string) bool { return slices.Contains(LegacyVersions, v) }
 
-// requestMeta is what a request's params._meta says, as far as the server needs it.
-type requestMeta struct {
-	version       string
-	clientCaps    json.RawMessage // modern: from _meta; legacy: from initialize
-	progressToken json.RawMessage // raw string or integer; nil when absent
-}

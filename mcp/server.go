@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -16,27 +17,49 @@ import (
 type ServerOptions struct {
 	// Instructions tells the model how to use the server; sent in discover and initialize.
 	Instructions string
-	// CacheTTL is the ttlMs given with cacheable 2026-07-28 results (server/discover and the
-	// lists). Zero, the default, says that a client must not reuse them.
+	// CacheTTL is the ttlMs given with cacheable 2026-07-28 results (server/discover, the
+	// lists, resources/read). Zero, the default, says that a client must not reuse them.
 	CacheTTL time.Duration
+	// PageSize is how many items a list returns before it hands out a cursor (default 100).
+	PageSize int
+	// RequestTimeout bounds every handler (default: none). A request that runs out of time
+	// is answered with an error saying so.
+	RequestTimeout time.Duration
+	// InputTimeout bounds how long an initialize-generation handler waits for the client to
+	// answer Elicit, CreateMessage or ListRoots (default 5 minutes).
+	InputTimeout time.Duration
+	// StateKey signs the requestState of 2026-07-28 input_required results (HMAC-SHA256), so
+	// that any server instance holding the same key can verify a retry. Use at least 32
+	// random bytes. When nil, each Server draws its own random key: retries must then reach
+	// the same process.
+	StateKey []byte
+	// StateTTL is how long a requestState stays valid (default 10 minutes).
+	StateTTL time.Duration
+	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
+	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
+	// by the session itself and do not pass through it.
+	Middleware []Middleware
 }
 
+// MethodHandler serves one feature method; req.Method() says which.
+type MethodHandler func(ctx context.Context, req *Request) (result any, err error)
+
+// Middleware wraps a MethodHandler: for logging, metrics, authorization.
+type Middleware func(next MethodHandler) MethodHandler
+
 // Server is an MCP server: what it serves and how it describes itself. It holds no protocol
-// state; each connection gets its own session from Profile. Register tools before or while
-// serving: each request sees a consistent snapshot.
+// state; each connection gets its own session from Profile. Tools, prompts and resources may
+// be added and removed while serving: each request sees a consistent snapshot, and clients
+// that listen for list changes are told.
 type Server struct {
 	info       Implementation
 	opts       ServerOptions
 	serverInfo json.RawMessage // {"io.modelcontextprotocol/serverInfo":{...}}
+	stateKey   []byte
 
-	mu    sync.Mutex // serialises registrations only; requests read the snapshot
-	tools atomic.Pointer[toolSet]
-}
-
-// toolSet is an immutable snapshot of the registered tools, in name order.
-type toolSet struct {
-	byName map[string]*tool
-	list   json.RawMessage // the "tools" array, encoded once
+	mu  sync.Mutex // serialises registrations; requests read the snapshot
+	reg atomic.Pointer[registry]
+	hub hub
 }
 
 // NewServer returns a server that describes itself as info. opts may be nil.
@@ -45,10 +68,27 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	if opts != nil {
 		s.opts = *opts
 	}
+	if s.opts.PageSize <= 0 {
+		s.opts.PageSize = 100
+	}
+	if s.opts.StateTTL <= 0 {
+		s.opts.StateTTL = 10 * time.Minute
+	}
+	s.stateKey = s.opts.StateKey
+	if len(s.stateKey) == 0 {
+		s.stateKey = randomKey()
+	}
 	raw, _ := json.Marshal(map[string]Implementation{MetaServerInfo: info})
 	s.serverInfo = raw
-	s.tools.Store(&toolSet{byName: map[string]*tool{}, list: json.RawMessage("[]")})
+	s.reg.Store(&registry{})
 	return s
+}
+
+func (s *Server) inputTimeout() time.Duration {
+	if s.opts.InputTimeout > 0 {
+		return s.opts.InputTimeout
+	}
+	return 5 * time.Minute
 }
 
 // Runtime returns a runtime server for this MCP server, ready for any transport.
@@ -78,35 +118,52 @@ func (s *Server) Profile() runtime.Profile {
 	}
 }
 
-func (s *Server) addTool(t *tool) {
+// update applies a change to a copy of the registry and publishes it.
+func (s *Server) update(kind changeKind, fn func(r *registry)) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := s.tools.Load()
-	next := &toolSet{byName: make(map[string]*tool, len(old.byName)+1)}
-	for k, v := range old.byName {
-		next.byName[k] = v
+	next := s.reg.Load().clone()
+	fn(next)
+	s.reg.Store(next)
+	s.mu.Unlock()
+	if kind != 0 {
+		s.hub.publish(change{kind: kind})
 	}
-	next.byName[t.def.Name] = t
-	names := make([]string, 0, len(next.byName))
-	for n := range next.byName {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	defs := make([]*Tool, len(names))
-	for i, n := range names {
-		defs[i] = next.byName[n].def
-	}
-	raw, err := json.Marshal(defs)
-	if err != nil {
-		panic("mcp: tool " + t.def.Name + " cannot be encoded: " + err.Error())
-	}
-	next.list = raw
-	s.tools.Store(next)
 }
 
-// modernResult turns an encoded result object into a 2026-07-28 result: resultType
-// "complete" and the server's identity in _meta. The object must not carry either already.
+// capabilities lists what the server offers, from what is registered now.
+func (s *Server) capabilities() map[string]any {
+	r := s.reg.Load()
+	caps := map[string]any{"logging": map[string]any{}}
+	if len(r.tools) > 0 {
+		caps["tools"] = map[string]any{"listChanged": true}
+	}
+	if len(r.prompts) > 0 {
+		caps["prompts"] = map[string]any{"listChanged": true}
+	}
+	if len(r.resources) > 0 || len(r.templates) > 0 {
+		caps["resources"] = map[string]any{"listChanged": true, "subscribe": true}
+	}
+	if r.complete != nil {
+		caps["completions"] = map[string]any{}
+	}
+	return caps
+}
+
+// hasCapability reports whether a feature capability is advertised right now.
+func (s *Server) advertises(capability string) bool {
+	if capability == "" {
+		return true
+	}
+	_, ok := s.capabilities()[capability]
+	return ok
+}
+
+// modernResult turns an encoded result object into a 2026-07-28 result: resultType (complete
+// unless the object says otherwise) and the server's identity in _meta.
 func (s *Server) modernResult(obj []byte) json.RawMessage {
+	if jsonrpc.Field(obj, "_meta") != nil || jsonrpc.Field(obj, "resultType") != nil {
+		return s.mergeResult(obj)
+	}
 	out := make([]byte, 0, len(obj)+len(s.serverInfo)+40)
 	out = append(out, `{"resultType":"complete","_meta":`...)
 	out = append(out, s.serverInfo...)
@@ -116,13 +173,43 @@ func (s *Server) modernResult(obj []byte) json.RawMessage {
 	return append(out, obj[1:]...)
 }
 
+// mergeResult is modernResult's slow path, for results that carry _meta of their own.
+func (s *Server) mergeResult(obj []byte) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return obj
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := m["_meta"]; ok {
+		json.Unmarshal(raw, &meta)
+	}
+	info, _ := json.Marshal(s.info)
+	meta[MetaServerInfo] = info
+	m["_meta"], _ = json.Marshal(meta)
+	if _, ok := m["resultType"]; !ok {
+		m["resultType"] = json.RawMessage(`"complete"`)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
 // cacheable adds ttlMs and cacheScope to an encoded result object.
-func (s *Server) cacheable(obj []byte) []byte {
-	ttl, _ := json.Marshal(s.opts.CacheTTL.Milliseconds())
-	out := append([]byte(`{"ttlMs":`), ttl...)
+func (s *Server) cacheable(obj []byte, ttl time.Duration) []byte {
+	ms, _ := json.Marshal(ttl.Milliseconds())
+	out := append([]byte(`{"ttlMs":`), ms...)
 	out = append(out, `,"cacheScope":"public"`...)
-	if len(obj) > 2 {
+	if rest := bytes.TrimSpace(obj[1:]); string(rest) != "}" {
 		out = append(out, ',')
 	}
 	return append(out, obj[1:]...)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -3,14 +3,15 @@ package mcp
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
 
 // session is the MCP state of one connection. Only legacy clients have any: a 2026-07-28
-// request is served from its own _meta alone. The runtime calls it on the connection's
-// dispatcher goroutine, so it needs no locks.
+// request is served from its own _meta alone. The runtime calls Route and Notification on the
+// connection's dispatcher goroutine, so the session's own fields need no locks.
 type session struct {
 	s      *Server
 	peer   *runtime.Peer
@@ -21,7 +22,16 @@ type session struct {
 type legacySession struct {
 	version     string
 	caps        json.RawMessage
+	logLevel    int  // -1 until logging/setLevel
 	initialized bool // notifications/initialized has arrived
+
+	// The forwarder goroutine sends server-wide changes to this client. It reads subs, which
+	// Route writes: that one set is shared, so it has a lock.
+	changes chan change
+	stop    chan struct{}
+	done    chan struct{}
+	mu      sync.Mutex
+	subs    map[string]bool
 }
 
 // removedMethods answer -32601 under 2026-07-28.
@@ -64,19 +74,26 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 	if !slices.Contains(ModernVersions, version) {
 		return runtime.Route{Err: errUnsupportedVersion(version)}
 	}
-	rm := requestMeta{version: version, clientCaps: caps}
+	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
+	}
+	if raw := jsonrpc.Field(meta, MetaLogLevel); raw != nil {
+		level, ok := parseLevel(raw)
+		if !ok {
+			return runtime.Route{Err: errInvalidParams("unknown log level %s; use debug, info, notice, warning, error, critical, alert or emergency", raw)}
+		}
+		rm.logLevel = level
 	}
 	s := ss.s
 	switch req.Method {
 	case "server/discover":
 		return runtime.Route{Result: s.discoverResult()}
-	case "tools/list":
-		res, err := s.toolsList(req, true)
-		return runtime.Route{Result: res, Err: err}
-	case "tools/call":
-		return runtime.Route{Handler: s.callTool(rm, true)}
+	case "subscriptions/listen":
+		return runtime.Route{LongLived: true, Handler: s.listen}
+	}
+	if f, ok := features[req.Method]; ok && s.advertises(f.capability) {
+		return runtime.Route{Handler: s.handler(f, rm)}
 	}
 	if slices.Contains(removedMethods, req.Method) {
 		return runtime.Route{Err: errMethodNotFound(req.Method, " (removed in 2026-07-28)")}
@@ -85,7 +102,8 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 }
 
 func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage) runtime.Route {
-	rm := requestMeta{version: ss.legacy.version, clientCaps: ss.legacy.caps}
+	l := ss.legacy
+	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}
@@ -93,13 +111,43 @@ func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage) runti
 	switch req.Method {
 	case "ping":
 		return runtime.Route{Result: json.RawMessage("{}")}
-	case "tools/list":
-		res, err := s.toolsList(req, false)
-		return runtime.Route{Result: res, Err: err}
-	case "tools/call":
-		return runtime.Route{Handler: s.callTool(rm, false)}
+	case "logging/setLevel":
+		level, ok := parseLevel(jsonrpc.Field(req.Params, "level"))
+		if !ok {
+			return runtime.Route{Err: errInvalidParams(`"level" must be one of debug, info, notice, warning, error, critical, alert, emergency`)}
+		}
+		l.logLevel = level
+		return runtime.Route{Result: json.RawMessage("{}")}
+	case "resources/subscribe", "resources/unsubscribe":
+		if !s.advertises("resources") {
+			break
+		}
+		uri, err := stringParam(req.Params, "uri")
+		if err != nil {
+			return runtime.Route{Err: err}
+		}
+		l.mu.Lock()
+		if req.Method == "resources/subscribe" {
+			l.subs[uri] = true
+		} else {
+			delete(l.subs, uri)
+		}
+		l.mu.Unlock()
+		return runtime.Route{Result: json.RawMessage("{}")}
+	}
+	if f, ok := features[req.Method]; ok && s.advertises(f.capability) {
+		return runtime.Route{Handler: s.handler(f, rm)}
 	}
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
+}
+
+func parseLevel(raw json.RawMessage) (int, bool) {
+	var level LoggingLevel
+	if raw == nil || json.Unmarshal(raw, &level) != nil {
+		return 0, false
+	}
+	rank, ok := levelRank[level]
+	return rank, ok
 }
 
 func (ss *session) initialize(req *runtime.Request) runtime.Route {
@@ -118,7 +166,17 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 	if !isSupportedLegacy(version) {
 		version = LegacyVersions[0] // the latest we speak; the client decides whether it can use it
 	}
-	ss.legacy = &legacySession{version: version, caps: p.Capabilities}
+	if p.Capabilities == nil {
+		p.Capabilities = json.RawMessage("{}")
+	}
+	l := &legacySession{
+		version: version, caps: p.Capabilities, logLevel: -1,
+		changes: ss.s.hub.subscribe(),
+		stop:    make(chan struct{}), done: make(chan struct{}),
+		subs: map[string]bool{},
+	}
+	ss.legacy = l
+	go ss.forward(l)
 	s := ss.s
 	return runtime.Route{Result: initializeResult{
 		ProtocolVersion: version,
@@ -128,12 +186,50 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 	}}
 }
 
-func (ss *session) Notification(method string, params json.RawMessage) {
-	switch method {
-	case "notifications/initialized":
-		if ss.legacy != nil {
-			ss.legacy.initialized = true
+// forward is the legacy session's change forwarder: it tells this client about list
+// changes and updates of the resources it subscribed to, until the connection stops.
+func (ss *session) forward(l *legacySession) {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case c := <-l.changes:
+			method, params := "", any(nil)
+			switch c.kind {
+			case toolsChanged:
+				method = "notifications/tools/list_changed"
+			case promptsChanged:
+				method = "notifications/prompts/list_changed"
+			case resourcesChanged:
+				method = "notifications/resources/list_changed"
+			case resourceUpdated:
+				l.mu.Lock()
+				subscribed := l.subs[c.uri]
+				l.mu.Unlock()
+				if subscribed {
+					method, params = "notifications/resources/updated", map[string]string{"uri": c.uri}
+				}
+			}
+			if method != "" && ss.peer.Notify(method, params) != nil {
+				return
+			}
 		}
+	}
+}
+
+// Close stops the forwarder; the runtime calls it when the connection stops.
+func (ss *session) Close() {
+	if l := ss.legacy; l != nil {
+		ss.s.hub.unsubscribe(l.changes)
+		close(l.stop)
+		<-l.done
+	}
+}
+
+func (ss *session) Notification(method string, params json.RawMessage) {
+	if method == "notifications/initialized" && ss.legacy != nil {
+		ss.legacy.initialized = true
 	}
 	// Other notifications (roots/list_changed, progress from the client) need nothing here.
 }
@@ -145,27 +241,11 @@ type initializeResult struct {
 	Instructions    string         `json:"instructions,omitempty"`
 }
 
-// capabilities lists what the server offers.
-func (s *Server) capabilities() map[string]any {
-	return map[string]any{"tools": map[string]any{}}
-}
-
 func (s *Server) discoverResult() json.RawMessage {
 	body, _ := json.Marshal(struct {
 		SupportedVersions []string       `json:"supportedVersions"`
 		Capabilities      map[string]any `json:"capabilities"`
 		Instructions      string         `json:"instructions,omitempty"`
 	}{ModernVersions, s.capabilities(), s.opts.Instructions})
-	return s.modernResult(s.cacheable(body))
-}
-
-func (s *Server) toolsList(req *runtime.Request, modern bool) (json.RawMessage, error) {
-	if c := jsonrpc.Field(req.Params, "cursor"); c != nil && string(c) != `""` {
-		return nil, errInvalidParams("invalid cursor: this server returns every tool in one page")
-	}
-	body := append(append([]byte(`{"tools":`), s.tools.Load().list...), '}')
-	if !modern {
-		return body, nil
-	}
-	return s.modernResult(s.cacheable(body)), nil
+	return s.modernResult(s.cacheable(body, s.opts.CacheTTL))
 }

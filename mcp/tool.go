@@ -9,7 +9,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/relayrt/relay/jsonrpc"
-	"github.com/relayrt/relay/runtime"
 )
 
 // Tool describes a tool as tools/list shows it.
@@ -19,7 +18,9 @@ type Tool struct {
 	Description string `json:"description,omitempty"`
 	// InputSchema describes the arguments. AddTool derives it from the handler's argument
 	// type when it is nil.
-	InputSchema  *jsonschema.Schema `json:"inputSchema"`
+	InputSchema *jsonschema.Schema `json:"inputSchema"`
+	// OutputSchema, when set, describes StructuredContent, which every successful result
+	// must then carry and match.
 	OutputSchema *jsonschema.Schema `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations   `json:"annotations,omitempty"`
 	Meta         map[string]any     `json:"_meta,omitempty"`
@@ -35,33 +36,9 @@ type ToolAnnotations struct {
 	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
 }
 
-// Content is one item of a tool result: TextContent, and the other kinds as they are added.
-type Content interface {
-	wire() contentWire
-}
-
-// TextContent is a text item.
-type TextContent struct {
-	Text string
-	Meta map[string]any
-}
-
-func (c *TextContent) wire() contentWire {
-	return contentWire{Type: "text", Text: &c.Text, Meta: c.Meta}
-}
-
-// contentWire is the JSON shape shared by every content kind.
-type contentWire struct {
-	Type     string         `json:"type"`
-	Text     *string        `json:"text,omitempty"`
-	Data     string         `json:"data,omitempty"`
-	MimeType string         `json:"mimeType,omitempty"`
-	Meta     map[string]any `json:"_meta,omitempty"`
-}
-
 // CallToolResult is what a tool returns. A failure of the tool itself (bad input values, an
 // API that failed) is a result with IsError set, so the model can see it; a Go error returned
-// by a handler becomes such a result too, unless it is a *jsonrpc.Error.
+// by a handler becomes such a result too, unless it is a *jsonrpc.Error or ErrInputRequired.
 type CallToolResult struct {
 	Content           []Content
 	StructuredContent any
@@ -79,46 +56,21 @@ func ErrorResult(text string) *CallToolResult {
 	return &CallToolResult{Content: []Content{&TextContent{Text: text}}, IsError: true}
 }
 
-type callToolWire struct {
-	ResultType        string          `json:"resultType,omitempty"`
-	Content           []contentWire   `json:"content"`
-	StructuredContent any             `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError,omitempty"`
-	Meta              json.RawMessage `json:"_meta,omitempty"`
+// MarshalJSON writes the result in the protocol's shape.
+func (r *CallToolResult) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Content           []contentWire  `json:"content"`
+		StructuredContent any            `json:"structuredContent,omitempty"`
+		IsError           bool           `json:"isError,omitempty"`
+		Meta              map[string]any `json:"_meta,omitempty"`
+	}{wireContents(r.Content), r.StructuredContent, r.IsError, r.Meta})
 }
 
 // CallToolRequest is a tools/call request as a tool handler sees it.
 type CallToolRequest struct {
+	*Request
 	Name      string
 	Arguments json.RawMessage
-
-	rt           *runtime.Request
-	meta         requestMeta
-	lastProgress float64
-	sentProgress bool
-}
-
-// ProtocolVersion returns the revision the request was made under.
-func (r *CallToolRequest) ProtocolVersion() string { return r.meta.version }
-
-// Progress reports progress to the client if the request asked for it with a progressToken;
-// otherwise it does nothing. progress must increase from call to call (calls that do not
-// are dropped, as the protocol requires); total and message may be zero.
-func (r *CallToolRequest) Progress(progress, total float64, message string) error {
-	if r.meta.progressToken == nil || (r.sentProgress && progress <= r.lastProgress) {
-		return nil
-	}
-	r.sentProgress, r.lastProgress = true, progress
-	return r.rt.Notify("notifications/progress", progressParams{
-		Token: r.meta.progressToken, Progress: progress, Total: total, Message: message,
-	})
-}
-
-type progressParams struct {
-	Token    json.RawMessage `json:"progressToken"`
-	Progress float64         `json:"progress"`
-	Total    float64         `json:"total,omitempty"`
-	Message  string          `json:"message,omitempty"`
 }
 
 // ToolHandler serves one tool. In is the type the arguments are decoded into, after they
@@ -127,13 +79,16 @@ type ToolHandler[In any] func(ctx context.Context, req *CallToolRequest, in In) 
 
 type tool struct {
 	def    *Tool
-	schema *jsonschema.Resolved
+	raw    json.RawMessage // the definition, encoded once
+	input  *jsonschema.Resolved
+	output *jsonschema.Resolved
 	call   func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
 }
 
-// AddTool registers a tool. If t.InputSchema is nil it is derived from In (a struct: its
-// exported fields become properties; fields without omitempty are required). It panics if the
-// schema cannot be derived or resolved, which is a programming error.
+// AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is
+// derived from In (a struct: its exported fields become properties; fields without omitempty
+// are required). It panics if a schema cannot be derived or resolved, which is a programming
+// error.
 func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 	def := *t
 	if def.InputSchema == nil {
@@ -143,11 +98,10 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 		}
 		def.InputSchema = schema
 	}
-	resolved, err := def.InputSchema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("mcp: the input schema of tool %q is invalid: %v", t.Name, err))
+	tl := &tool{def: &def, input: mustResolve(t.Name, "input", def.InputSchema)}
+	if def.OutputSchema != nil {
+		tl.output = mustResolve(t.Name, "output", def.OutputSchema)
 	}
-	tl := &tool{def: &def, schema: resolved}
 	tl.call = func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		args := req.Arguments
 		if len(args) == 0 {
@@ -155,83 +109,109 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 		}
 		var inst any
 		if err := json.Unmarshal(args, &inst); err != nil {
-			return ErrorResult("Invalid arguments for tool " + t.Name + ": " + err.Error()), nil
+			return invalidArguments(t.Name, err), nil
 		}
-		if err := tl.schema.Validate(inst); err != nil {
-			return ErrorResult("Invalid arguments for tool " + t.Name + ": " + err.Error()), nil
+		if err := tl.input.Validate(inst); err != nil {
+			return invalidArguments(t.Name, err), nil
 		}
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
-			return ErrorResult("Invalid arguments for tool " + t.Name + ": " + err.Error()), nil
+			return invalidArguments(t.Name, err), nil
 		}
 		return h(ctx, req, in)
 	}
-	s.addTool(tl)
+	raw, err := json.Marshal(&def)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: tool %q cannot be encoded: %v", t.Name, err))
+	}
+	tl.raw = raw
+	s.update(toolsChanged, func(r *registry) { r.tools[def.Name] = tl; r.index() })
 }
 
-// callTool runs tools/call in a request actor.
-func (s *Server) callTool(rm requestMeta, modern bool) runtime.Handler {
-	return func(ctx context.Context, rt *runtime.Request) (any, error) {
-		var name string
-		if raw := jsonrpc.Field(rt.Params, "name"); raw == nil || json.Unmarshal(raw, &name) != nil {
-			return nil, errInvalidParams(`tools/call needs "name", a string`)
+// RemoveTools removes tools by name; clients listening for list changes are told.
+func (s *Server) RemoveTools(names ...string) {
+	s.update(toolsChanged, func(r *registry) {
+		for _, n := range names {
+			delete(r.tools, n)
 		}
-		tl := s.tools.Load().byName[name]
-		if tl == nil {
-			return nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
-		}
-		args := jsonrpc.Field(rt.Params, "arguments")
-		if string(args) == "null" {
-			args = nil
-		}
-		if args != nil && !jsonrpc.IsObject(args) {
-			return s.encodeCallResult(ErrorResult("Invalid arguments for tool "+name+": arguments must be an object"), modern)
-		}
-		req := &CallToolRequest{Name: name, Arguments: json.RawMessage(args), rt: rt, meta: rm}
-		res, err := tl.call(ctx, req)
-		if err != nil {
-			var je *jsonrpc.Error
-			if errors.As(err, &je) || ctx.Err() != nil {
-				return nil, err
-			}
+		r.index()
+	})
+}
+
+func mustResolve(name, which string, schema *jsonschema.Schema) *jsonschema.Resolved {
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: the %s schema of tool %q is invalid: %v", which, name, err))
+	}
+	return resolved
+}
+
+func invalidArguments(tool string, err error) *CallToolResult {
+	return ErrorResult("Invalid arguments for tool " + tool + ": " + err.Error())
+}
+
+func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
+	reg := s.reg.Load()
+	keys, next, err := s.listPage(req, reg.toolNames)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]json.RawMessage, len(keys))
+	for i, k := range keys {
+		items[i] = reg.tools[k].raw
+	}
+	return listResult("tools", items, next), nil
+}
+
+func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
+	name, err := stringParam(req.rt.Params, "name")
+	if err != nil {
+		return nil, err
+	}
+	tl := s.reg.Load().tools[name]
+	if tl == nil {
+		return nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
+	}
+	args := jsonrpc.Field(req.rt.Params, "arguments")
+	if string(args) == "null" {
+		args = nil
+	}
+	if args != nil && !jsonrpc.IsObject(args) {
+		return ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
+	}
+	return s.interactive(ctx, req, name, args, func() (any, error) {
+		res, err := tl.call(ctx, &CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)})
+		var je *jsonrpc.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &je), errors.Is(err, ErrInputRequired), ctx.Err() != nil:
+			return nil, err
+		default:
 			res = ErrorResult(err.Error())
 		}
 		if res == nil {
-			res = &CallToolResult{}
+			res = &CallToolResult{Content: []Content{}}
 		}
-		return s.encodeCallResult(res, modern)
-	}
+		if tl.output != nil && !res.IsError {
+			if err := checkOutput(tl.output, res.StructuredContent); err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "Internal error: tool " + name + " returned structuredContent that does not match its outputSchema: " + err.Error()}
+			}
+		}
+		return res, nil
+	})
 }
 
-func (s *Server) encodeCallResult(res *CallToolResult, modern bool) (json.RawMessage, error) {
-	w := callToolWire{
-		Content:           make([]contentWire, len(res.Content)),
-		StructuredContent: res.StructuredContent,
-		IsError:           res.IsError,
+// checkOutput validates structured content against a tool's output schema.
+func checkOutput(schema *jsonschema.Resolved, v any) error {
+	if v == nil {
+		return errors.New("structuredContent is missing")
 	}
-	for i, c := range res.Content {
-		w.Content[i] = c.wire()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	meta := res.Meta
-	if modern {
-		w.ResultType = "complete"
-		if meta == nil {
-			w.Meta = s.serverInfo
-		} else {
-			merged := make(map[string]any, len(meta)+1)
-			for k, v := range meta {
-				merged[k] = v
-			}
-			merged[MetaServerInfo] = s.info
-			meta = merged
-		}
-	}
-	if w.Meta == nil && meta != nil {
-		raw, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
-		}
-		w.Meta = raw
-	}
-	return json.Marshal(w)
+	var inst any
+	json.Unmarshal(raw, &inst)
+	return schema.Validate(inst)
 }

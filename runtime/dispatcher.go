@@ -118,10 +118,12 @@ func (d *dispatcher) send(ev event) error {
 }
 
 func (d *dispatcher) run(ctx context.Context) error {
-	defer close(d.stopped)
-	if c, ok := d.session.(SessionCloser); ok {
-		defer c.Close()
-	}
+	defer func() {
+		close(d.stopped) // first, so that a session's goroutines blocked on Peer.Notify return
+		if c, ok := d.session.(SessionCloser); ok {
+			c.Close()
+		}
+	}()
 	done := ctx.Done()
 	var grace <-chan time.Time
 	for {

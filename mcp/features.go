@@ -1,0 +1,171 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
+)
+
+// feature describes a method that serves what the server offers, in both eras.
+type feature struct {
+	capability string // the server capability that must be advertised
+	cacheable  bool   // complete 2026-07-28 results carry ttlMs and cacheScope
+	serve      func(s *Server, ctx context.Context, req *Request) (any, error)
+}
+
+var features = map[string]feature{
+	"tools/list":               {"tools", true, (*Server).listTools},
+	"tools/call":               {"tools", false, (*Server).callTool},
+	"prompts/list":             {"prompts", true, (*Server).listPrompts},
+	"prompts/get":              {"prompts", false, (*Server).getPrompt},
+	"resources/list":           {"resources", true, (*Server).listResources},
+	"resources/templates/list": {"resources", true, (*Server).listTemplates},
+	"resources/read":           {"resources", true, (*Server).readResource},
+	"completion/complete":      {"completions", false, (*Server).complete},
+}
+
+// handler returns the request actor's body for a feature method: middleware, the
+// per-request timeout, encoding, and the 2026-07-28 result fields.
+func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
+	inner := MethodHandler(func(ctx context.Context, req *Request) (any, error) { return f.serve(s, ctx, req) })
+	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
+		inner = s.opts.Middleware[i](inner)
+	}
+	return func(ctx context.Context, rt *runtime.Request) (any, error) {
+		if s.opts.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errTimedOut)
+			defer cancel()
+		}
+		req := &Request{method: rt.Method, rt: rt, s: s, meta: rm}
+		res, err := inner(ctx, req)
+		if err != nil {
+			if errors.Is(context.Cause(ctx), errTimedOut) {
+				return nil, &jsonrpc.Error{Code: CodeServerBusy, Message: fmt.Sprintf(
+					"Request timed out after %s; retry with a simpler request, or later", s.opts.RequestTimeout)}
+			}
+			return nil, err
+		}
+		raw, err := encodeResult(res)
+		if err != nil || !rm.modern {
+			return raw, err
+		}
+		if f.cacheable && string(jsonrpc.Field(raw, "resultType")) != `"input_required"` {
+			ttl := s.opts.CacheTTL
+			if req.retrying {
+				ttl = 0 // results of input_required retries must not be reused
+			}
+			raw = s.cacheable(raw, ttl)
+		}
+		return s.modernResult(raw), nil
+	}
+}
+
+var errTimedOut = errors.New("mcp: the request's time limit passed")
+
+func encodeResult(res any) (json.RawMessage, error) {
+	switch r := res.(type) {
+	case json.RawMessage:
+		return r, nil
+	case nil:
+		return json.RawMessage("{}"), nil
+	}
+	return json.Marshal(res)
+}
+
+// interactive runs a handler of a method that may ask the client for input (tools/call,
+// prompts/get, resources/read). Under 2026-07-28 it restores the answers of earlier rounds
+// from requestState and inputResponses, and turns ErrInputRequired into an input_required
+// result whose requestState carries every answer so far.
+func (s *Server) interactive(ctx context.Context, req *Request, target string, args json.RawMessage,
+	run func() (any, error)) (any, error) {
+	if !req.meta.modern {
+		return run()
+	}
+	bind := &requestState{Method: req.method, Target: target, Args: argsDigest(args)}
+	if p := runtime.PrincipalFrom(ctx); p != nil {
+		bind.Principal = p.ID
+	}
+	answers := map[string]json.RawMessage{}
+	if raw := jsonrpc.Field(req.rt.Params, "requestState"); raw != nil {
+		var token string
+		if json.Unmarshal(raw, &token) != nil {
+			return nil, errInvalidParams("requestState must be a string")
+		}
+		st, err := s.openState(token, bind)
+		if err != nil {
+			return nil, errInvalidParams("%v", err)
+		}
+		for k, v := range st.Answers {
+			answers[k] = v
+		}
+		req.retrying = true
+	}
+	if raw := jsonrpc.Field(req.rt.Params, "inputResponses"); raw != nil {
+		var got map[string]json.RawMessage
+		if json.Unmarshal(raw, &got) != nil {
+			return nil, errInvalidParams("inputResponses must be an object")
+		}
+		for k, v := range got {
+			answers[k] = v
+		}
+		req.retrying = true
+	}
+	req.answers = answers
+	res, err := run()
+	if err == nil || !errors.Is(err, ErrInputRequired) || len(req.asked) == 0 {
+		return res, err
+	}
+	bind.Answers = answers
+	return struct {
+		ResultType    string                  `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}{"input_required", req.asked, s.sealState(bind)}, nil
+}
+
+// listPage decodes a list request's cursor and returns the keys of its page.
+func (s *Server) listPage(req *Request, keys []string) ([]string, string, error) {
+	var cursor string
+	if raw := jsonrpc.Field(req.rt.Params, "cursor"); raw != nil && json.Unmarshal(raw, &cursor) != nil {
+		return nil, "", errInvalidParams("cursor must be a string")
+	}
+	out, next, ok := page(keys, cursor, s.opts.PageSize)
+	if !ok {
+		return nil, "", errInvalidParams("invalid cursor; use a nextCursor from an earlier result, or none")
+	}
+	return out, next, nil
+}
+
+// listResult encodes {"<field>":[items...],"nextCursor":...} from pre-encoded items.
+func listResult(field string, items []json.RawMessage, next string) json.RawMessage {
+	out := append([]byte(`{"`), field...)
+	out = append(out, `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	out = append(out, ']')
+	if next != "" {
+		c, _ := json.Marshal(next)
+		out = append(out, `,"nextCursor":`...)
+		out = append(out, c...)
+	}
+	return append(out, '}')
+}
+
+// stringParam reads a required string member of params.
+func stringParam(params json.RawMessage, name string) (string, error) {
+	var v string
+	raw := jsonrpc.Field(params, name)
+	if raw == nil || json.Unmarshal(raw, &v) != nil {
+		return "", errInvalidParams("%q is required and must be a string", name)
+	}
+	return v, nil
+}

@@ -1,0 +1,79 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/relayrt/relay/runtime"
+)
+
+// SubscriptionFilter is what a subscriptions/listen request asks to hear about.
+type SubscriptionFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// listen serves subscriptions/listen (2026-07-28): a long-lived request whose notifications
+// all carry its id as the subscription id. It acknowledges first, with the part of the filter
+// the server honours; it ends with a complete result when the connection drains, and with no
+// answer at all when the client cancels it.
+func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
+	var p struct {
+		Notifications SubscriptionFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(rt.Params, &p); err != nil {
+		return nil, errInvalidParams("notifications must be a subscription filter object")
+	}
+	caps := s.capabilities()
+	honoured := p.Notifications
+	_, tools := caps["tools"]
+	_, prompts := caps["prompts"]
+	_, resources := caps["resources"]
+	honoured.ToolsListChanged = honoured.ToolsListChanged && tools
+	honoured.PromptsListChanged = honoured.PromptsListChanged && prompts
+	honoured.ResourcesListChanged = honoured.ResourcesListChanged && resources
+	if !resources {
+		honoured.ResourceSubscriptions = nil
+	}
+	subMeta := map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": json.RawMessage(rt.ID)}
+
+	changes := s.hub.subscribe()
+	defer s.hub.unsubscribe(changes)
+	if err := rt.Notify("notifications/subscriptions/acknowledged", struct {
+		Notifications SubscriptionFilter         `json:"notifications"`
+		Meta          map[string]json.RawMessage `json:"_meta"`
+	}{honoured, subMeta}); err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-rt.Draining():
+			raw, _ := json.Marshal(struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}{subMeta})
+			return s.modernResult(raw), nil
+		case c := <-changes:
+			method, params := "", map[string]any{"_meta": subMeta}
+			switch {
+			case c.kind == toolsChanged && honoured.ToolsListChanged:
+				method = "notifications/tools/list_changed"
+			case c.kind == promptsChanged && honoured.PromptsListChanged:
+				method = "notifications/prompts/list_changed"
+			case c.kind == resourcesChanged && honoured.ResourcesListChanged:
+				method = "notifications/resources/list_changed"
+			case c.kind == resourceUpdated && slices.Contains(honoured.ResourceSubscriptions, c.uri):
+				method, params["uri"] = "notifications/resources/updated", c.uri
+			}
+			if method != "" {
+				if err := rt.Notify(method, params); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+}

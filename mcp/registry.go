@@ -1,0 +1,130 @@
+package mcp
+
+import (
+	"encoding/base64"
+	"strings"
+	"sync"
+)
+
+// registry is an immutable snapshot of what a server offers. A change copies it.
+type registry struct {
+	tools     map[string]*tool
+	prompts   map[string]*prompt
+	resources map[string]*resource
+	templates map[string]*resourceTemplate
+	complete  CompletionHandler
+
+	// sorted keys, for deterministic lists and cursors
+	toolNames, promptNames, resourceURIs, templateKeys []string
+}
+
+func (r *registry) clone() *registry {
+	return &registry{
+		tools:     cloneMap(r.tools),
+		prompts:   cloneMap(r.prompts),
+		resources: cloneMap(r.resources),
+		templates: cloneMap(r.templates),
+		complete:  r.complete,
+	}
+}
+
+func (r *registry) index() {
+	r.toolNames = sortedKeys(r.tools)
+	r.promptNames = sortedKeys(r.prompts)
+	r.resourceURIs = sortedKeys(r.resources)
+	r.templateKeys = sortedKeys(r.templates)
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	out := make(map[string]V, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// changeKind says what changed in a server.
+type changeKind uint8
+
+const (
+	toolsChanged changeKind = iota + 1
+	promptsChanged
+	resourcesChanged
+	resourceUpdated
+)
+
+type change struct {
+	kind changeKind
+	uri  string // resourceUpdated
+}
+
+// hub fans changes out to listeners: legacy sessions and subscriptions/listen streams. A
+// listener that falls more than its buffer behind misses changes rather than slowing the
+// server down; list changes carry no payload, so the next one makes up for it.
+type hub struct {
+	mu   sync.Mutex
+	subs map[chan change]struct{}
+}
+
+func (h *hub) subscribe() chan change {
+	ch := make(chan change, 64)
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = map[chan change]struct{}{}
+	}
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch
+}
+
+func (h *hub) unsubscribe(ch chan change) {
+	h.mu.Lock()
+	delete(h.subs, ch)
+	h.mu.Unlock()
+}
+
+func (h *hub) publish(c change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- c:
+		default:
+		}
+	}
+}
+
+// Cursors are opaque to clients but not to servers: one names the last key of the page it
+// ends, so any server process with the same items can continue the list.
+const cursorPrefix = "after:"
+
+func encodeCursor(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key))
+}
+
+func decodeCursor(c string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(raw), cursorPrefix) {
+		return "", false
+	}
+	return string(raw[len(cursorPrefix):]), true
+}
+
+// page returns the keys of one page after cursor and the cursor of the next page, if any.
+func page(keys []string, cursor string, size int) (out []string, next string, ok bool) {
+	start := 0
+	if cursor != "" {
+		after, valid := decodeCursor(cursor)
+		if !valid {
+			return nil, "", false
+		}
+		for start < len(keys) && keys[start] <= after {
+			start++
+		}
+	}
+	end := min(start+size, len(keys))
+	if end < len(keys) {
+		next = encodeCursor(keys[end-1])
+	}
+	return keys[start:end], next, true
+}

@@ -1,0 +1,260 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
+)
+
+// ErrInputRequired is returned by Request.Elicit, CreateMessage and ListRoots under
+// 2026-07-28 when the client has not answered yet. A handler returns it (or an error wrapping
+// it) as it is: the server then answers with an input_required result, and runs the handler
+// again, from the start, when the client retries with the answers. Under the initialize
+// generation these calls ask the client directly and never return it.
+var ErrInputRequired = errors.New("mcp: input required from the client; return this error from the handler")
+
+// LoggingLevel is the severity of a log message, as in syslog.
+type LoggingLevel string
+
+// The levels, least severe first.
+const (
+	LevelDebug     LoggingLevel = "debug"
+	LevelInfo      LoggingLevel = "info"
+	LevelNotice    LoggingLevel = "notice"
+	LevelWarning   LoggingLevel = "warning"
+	LevelError     LoggingLevel = "error"
+	LevelCritical  LoggingLevel = "critical"
+	LevelAlert     LoggingLevel = "alert"
+	LevelEmergency LoggingLevel = "emergency"
+)
+
+var levelRank = map[LoggingLevel]int{
+	LevelDebug: 0, LevelInfo: 1, LevelNotice: 2, LevelWarning: 3,
+	LevelError: 4, LevelCritical: 5, LevelAlert: 6, LevelEmergency: 7,
+}
+
+// requestMeta is what the server knows of a request beyond its params: its era, the version
+// and capabilities it runs under, and what it opted into.
+type requestMeta struct {
+	modern        bool
+	version       string
+	clientCaps    json.RawMessage
+	progressToken json.RawMessage // raw string or integer; nil when absent
+	logLevel      int             // index into levelRank; -1 sends no log messages
+}
+
+// Request is what every handler gets besides its own arguments: the protocol version and
+// client capabilities it runs under, and the ways to talk to the client while it runs. A
+// Request belongs to one handler invocation and is not safe for concurrent use.
+type Request struct {
+	method string
+	rt     *runtime.Request
+	s      *Server
+	meta   requestMeta
+
+	lastProgress float64
+	sentProgress bool
+
+	answers  map[string]json.RawMessage // 2026-07-28: the client's answers so far
+	asked    map[string]inputRequest    // 2026-07-28: what this run needs
+	nAsk     int
+	retrying bool // the request carried inputResponses or requestState
+}
+
+// Method returns the JSON-RPC method being served.
+func (r *Request) Method() string { return r.method }
+
+// ID returns the request's JSON-RPC id, exactly as the client sent it.
+func (r *Request) ID() jsonrpc.ID { return r.rt.ID }
+
+// Params returns the request's raw params.
+func (r *Request) Params() json.RawMessage { return r.rt.Params }
+
+// ProtocolVersion returns the revision the request runs under.
+func (r *Request) ProtocolVersion() string { return r.meta.version }
+
+// Stateless reports whether the request is of the stateless 2026-07-28 revision.
+func (r *Request) Stateless() bool { return r.meta.modern }
+
+// ClientCapabilities returns the capabilities the client declared: on this request under
+// 2026-07-28, in initialize before that.
+func (r *Request) ClientCapabilities() json.RawMessage { return r.meta.clientCaps }
+
+// Progress reports progress if the request asked for it with a progressToken; otherwise it
+// does nothing. progress must increase from call to call (calls that do not are dropped, as
+// the protocol requires); total and message may be zero.
+func (r *Request) Progress(progress, total float64, message string) error {
+	if r.meta.progressToken == nil || (r.sentProgress && progress <= r.lastProgress) {
+		return nil
+	}
+	r.sentProgress, r.lastProgress = true, progress
+	return r.rt.Notify("notifications/progress", progressParams{
+		Token: r.meta.progressToken, Progress: progress, Total: total, Message: message,
+	})
+}
+
+type progressParams struct {
+	Token    json.RawMessage `json:"progressToken"`
+	Progress float64         `json:"progress"`
+	Total    float64         `json:"total,omitempty"`
+	Message  string          `json:"message,omitempty"`
+}
+
+// Log sends a log message tied to this request, if the client asked for messages at this
+// level or above (with _meta logLevel under 2026-07-28, logging/setLevel before); otherwise
+// it does nothing.
+func (r *Request) Log(level LoggingLevel, logger string, data any) error {
+	rank, ok := levelRank[level]
+	if !ok {
+		return fmt.Errorf("mcp: unknown logging level %q", level)
+	}
+	if r.meta.logLevel < 0 || rank < r.meta.logLevel {
+		return nil
+	}
+	return r.rt.Notify("notifications/message", struct {
+		Level  LoggingLevel `json:"level"`
+		Logger string       `json:"logger,omitempty"`
+		Data   any          `json:"data"`
+	}{level, logger, data})
+}
+
+// inputRequest is one question for the client in an input_required result.
+type inputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// ElicitParams asks the user for structured input (form mode) or to visit a URL.
+type ElicitParams struct {
+	Mode            string         `json:"mode,omitempty"`
+	Message         string         `json:"message"`
+	RequestedSchema any            `json:"requestedSchema,omitempty"`
+	URL             string         `json:"url,omitempty"`
+	ElicitationID   string         `json:"elicitationId,omitempty"`
+	Meta            map[string]any `json:"_meta,omitempty"`
+}
+
+// ElicitResult is the user's answer: Action is "accept", "decline" or "cancel".
+type ElicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// SamplingMessage is one message of a sampling conversation.
+type SamplingMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// CreateMessageParams asks the client's model for a completion.
+type CreateMessageParams struct {
+	Messages         []SamplingMessage `json:"messages"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	ModelPreferences any               `json:"modelPreferences,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	Metadata         any               `json:"metadata,omitempty"`
+}
+
+// CreateMessageResult is the model's answer.
+type CreateMessageResult struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stopReason,omitempty"`
+}
+
+// Root is a directory or file the client exposes.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// ListRootsResult lists the client's roots.
+type ListRootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// Elicit asks the user, through the client, for input. The client must have declared the
+// elicitation capability.
+func (r *Request) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	var res ElicitResult
+	if err := r.ask(ctx, "elicitation/create", "elicitation", p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// CreateMessage asks the client's model for a completion. The client must have declared the
+// sampling capability.
+func (r *Request) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	var res CreateMessageResult
+	if err := r.ask(ctx, "sampling/createMessage", "sampling", p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListRoots asks the client for its roots. The client must have declared the roots
+// capability.
+func (r *Request) ListRoots(ctx context.Context) (*ListRootsResult, error) {
+	var res ListRootsResult
+	if err := r.ask(ctx, "roots/list", "roots", struct{}{}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ask is the one way a handler asks the client something, whatever the era.
+func (r *Request) ask(ctx context.Context, method, capability string, params, out any) error {
+	if !hasCapability(r.meta.clientCaps, capability) {
+		return &jsonrpc.Error{
+			Code:    CodeMissingRequiredClientCapability,
+			Message: "Missing required client capability: this request needs " + capability + "; declare it in the client capabilities",
+			Data:    map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}},
+		}
+	}
+	if !r.meta.modern {
+		ctx, cancel := context.WithTimeout(ctx, r.s.inputTimeout())
+		defer cancel()
+		raw, err := r.rt.Call(ctx, method, params)
+		if err != nil {
+			return fmt.Errorf("mcp: asking the client (%s): %w", method, err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
+		}
+		return nil
+	}
+	if !mrtrMethods[r.method] {
+		return fmt.Errorf("mcp: %s cannot ask the client for input; only tools/call, prompts/get and resources/read can", r.method)
+	}
+	key := fmt.Sprintf("%s-%d", capability, r.nAsk)
+	r.nAsk++
+	if ans, ok := r.answers[key]; ok {
+		if err := json.Unmarshal(ans, out); err != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: "Invalid params: inputResponses[" + key + "] is not a valid " + method + " result"}
+		}
+		return nil
+	}
+	if r.asked == nil {
+		r.asked = map[string]inputRequest{}
+	}
+	r.asked[key] = inputRequest{Method: method, Params: params}
+	return ErrInputRequired
+}
+
+// mrtrMethods are the methods that may answer input_required.
+var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+func hasCapability(caps json.RawMessage, name string) bool {
+	v := jsonrpc.Field(caps, name)
+	return v != nil && string(v) != "null" && string(v) != "false"
+}

@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/relayrt/relay/jsonrpc"
+)
+
+// Resource describes a resource as resources/list shows it.
+type Resource struct {
+	URI         string         `json:"uri"`
+	Name        string         `json:"name"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description,omitempty"`
+	MimeType    string         `json:"mimeType,omitempty"`
+	Size        int64          `json:"size,omitempty"`
+	Annotations *Annotations   `json:"annotations,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
+}
+
+// ResourceTemplate describes a family of resources by an RFC 6570 URI template.
+type ResourceTemplate struct {
+	URITemplate string         `json:"uriTemplate"`
+	Name        string         `json:"name"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description,omitempty"`
+	MimeType    string         `json:"mimeType,omitempty"`
+	Annotations *Annotations   `json:"annotations,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
+}
+
+// ReadResourceResult is what a resource handler returns.
+type ReadResourceResult struct {
+	Contents []*ResourceContents `json:"contents"`
+	Meta     map[string]any      `json:"_meta,omitempty"`
+}
+
+// ReadResourceRequest is a resources/read request as a resource handler sees it. Vars holds
+// the template variables when the URI matched a resource template.
+type ReadResourceRequest struct {
+	*Request
+	URI  string
+	Vars map[string]string
+}
+
+// ResourceHandler serves a resource or every resource of a template.
+type ResourceHandler func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error)
+
+// ErrResourceNotFound may be returned by a template's handler for a URI that matches the
+// template but names nothing; the client gets the protocol's resource-not-found error.
+var ErrResourceNotFound = errors.New("mcp: resource not found")
+
+type resource struct {
+	raw  json.RawMessage
+	read ResourceHandler
+}
+
+type resourceTemplate struct {
+	raw  json.RawMessage
+	tmpl *uritemplate.Template
+	read ResourceHandler
+}
+
+// AddResource registers a resource, replacing one with the same URI.
+func (s *Server) AddResource(res *Resource, h ResourceHandler) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: resource %q cannot be encoded: %v", res.URI, err))
+	}
+	s.update(resourcesChanged, func(r *registry) {
+		r.resources[res.URI] = &resource{raw: raw, read: h}
+		r.index()
+	})
+}
+
+// AddResourceTemplate registers a resource template. It panics if the template is not valid
+// RFC 6570, which is a programming error.
+func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
+	tmpl, err := uritemplate.New(t.URITemplate)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: resource template %q is invalid: %v", t.URITemplate, err))
+	}
+	raw, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: resource template %q cannot be encoded: %v", t.URITemplate, err))
+	}
+	s.update(resourcesChanged, func(r *registry) {
+		r.templates[t.URITemplate] = &resourceTemplate{raw: raw, tmpl: tmpl, read: h}
+		r.index()
+	})
+}
+
+// RemoveResources removes resources by URI; clients listening for list changes are told.
+func (s *Server) RemoveResources(uris ...string) {
+	s.update(resourcesChanged, func(r *registry) {
+		for _, u := range uris {
+			delete(r.resources, u)
+		}
+		r.index()
+	})
+}
+
+// ResourceUpdated tells the clients subscribed to uri that it changed.
+func (s *Server) ResourceUpdated(uri string) {
+	s.hub.publish(change{kind: resourceUpdated, uri: uri})
+}
+
+func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
+	reg := s.reg.Load()
+	keys, next, err := s.listPage(req, reg.resourceURIs)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]json.RawMessage, len(keys))
+	for i, k := range keys {
+		items[i] = reg.resources[k].raw
+	}
+	return listResult("resources", items, next), nil
+}
+
+func (s *Server) listTemplates(ctx context.Context, req *Request) (any, error) {
+	reg := s.reg.Load()
+	keys, next, err := s.listPage(req, reg.templateKeys)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]json.RawMessage, len(keys))
+	for i, k := range keys {
+		items[i] = reg.templates[k].raw
+	}
+	return listResult("resourceTemplates", items, next), nil
+}
+
+func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
+	uri, err := stringParam(req.rt.Params, "uri")
+	if err != nil {
+		return nil, err
+	}
+	reg := s.reg.Load()
+	var read ResourceHandler
+	var vars map[string]string
+	if r := reg.resources[uri]; r != nil {
+		read = r.read
+	} else {
+		for _, k := range reg.templateKeys {
+			t := reg.templates[k]
+			if m := t.tmpl.Match(uri); m != nil {
+				read, vars = t.read, map[string]string{}
+				for name, v := range m {
+					vars[name] = v.String()
+				}
+				break
+			}
+		}
+	}
+	if read == nil {
+		return nil, notFound(req, uri)
+	}
+	return s.interactive(ctx, req, uri, nil, func() (any, error) {
+		res, err := read(ctx, &ReadResourceRequest{Request: req, URI: uri, Vars: vars})
+		if errors.Is(err, ErrResourceNotFound) {
+			return nil, notFound(req, uri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Contents == nil {
+			res.Contents = []*ResourceContents{}
+		}
+		return res, nil
+	})
+}
+
+// notFound is -32602 under 2026-07-28 and -32002 before it.
+func notFound(req *Request, uri string) *jsonrpc.Error {
+	code := int64(jsonrpc.CodeInvalidParams)
+	if !req.meta.modern {
+		code = -32002
+	}
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
+}
