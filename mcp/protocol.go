@@ -80,4 +80,3 @@ func overloaded(retryAfter time.Duration) *jsonrpc.Error {
 }
 
 func isSupportedLegacy(v string) bool { return slices.Contains(LegacyVersions, v) }
-
