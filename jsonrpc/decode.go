@@ -95,6 +95,9 @@ func Decode(frame []byte) (Message, error) {
 				return Message{}, parseErr("the message is not valid JSON")
 			}
 			key := frame[i+1 : keyEnd-1]
+			if bytes.IndexByte(key, '\\') >= 0 {
+				key = unescapeKey(frame[i:keyEnd])
+			}
 			i = skipSpace(frame, keyEnd)
 			if i >= len(frame) || frame[i] != ':' {
 				return Message{}, parseErr("the message is not valid JSON")
@@ -191,6 +194,16 @@ func Decode(frame []byte) (Message, error) {
 	return m, nil
 }
 
+// unescapeKey returns a quoted key with its escapes resolved, so that "\u0069d" is "id"
+// to Relay as it is to every other JSON reader.
+func unescapeKey(quoted []byte) []byte {
+	var k string
+	if json.Unmarshal(quoted, &k) != nil {
+		return quoted
+	}
+	return []byte(k)
+}
+
 // validID reports whether raw is a string or an integer; null is allowed only in responses.
 func validID(raw []byte, response bool) bool {
 	switch {
@@ -256,33 +269,17 @@ var internedMethods = func() map[string]string {
 
 // Field returns the raw value of the named member of a JSON object, or nil when obj is not an
 // object or has no such member. obj must already be known to be valid JSON (as everything a
-// Message holds is). Keys are compared exactly.
+// Message holds is). Keys are compared exactly, after resolving escapes.
 func Field(obj []byte, name string) []byte {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] == '"' {
-		keyEnd, err := skipString(obj, i)
-		if err != nil {
-			return nil
-		}
-		key := obj[i+1 : keyEnd-1]
-		start := skipSpace(obj, skipSpace(obj, keyEnd)+1)
-		end, err := skipValue(obj, start, 1)
-		if err != nil {
-			return nil
-		}
+	var found []byte
+	EachMember(obj, func(key, value []byte) bool {
 		if string(key) == name {
-			return obj[start:end]
+			found = value
+			return false
 		}
-		i = skipSpace(obj, end)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-	}
-	return nil
+		return true
+	})
+	return found
 }
 
 // IsObject reports whether raw JSON is an object.
@@ -293,3 +290,65 @@ func IsObject(raw []byte) bool {
 
 // IsRequestID reports whether raw is a valid request id: a JSON string or integer.
 func IsRequestID(raw []byte) bool { return validID(raw, false) }
+
+// Fields looks up several members of a JSON object in one pass: out[i] receives the raw value
+// of names[i], or nil when it is absent. Like Field, it expects valid JSON.
+func Fields(obj []byte, names []string, out []json.RawMessage) {
+	clear(out)
+	EachMember(obj, func(key, value []byte) bool {
+		for n, name := range names {
+			if out[n] == nil && string(key) == name {
+				out[n] = value
+			}
+		}
+		return true
+	})
+}
+
+// FirstKey returns the first member name of a JSON object without unquoting it, or "" when
+// obj is not an object or is empty.
+func FirstKey(obj []byte) string {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return ""
+	}
+	i = skipSpace(obj, i+1)
+	if i >= len(obj) || obj[i] != '"' {
+		return ""
+	}
+	end, err := skipString(obj, i)
+	if err != nil {
+		return ""
+	}
+	return string(obj[i+1 : end-1])
+}
+
+// EachMember calls fn with the key (without quotes, escapes resolved) and raw value of every
+// member of a JSON object, in order, until fn returns false. It expects valid JSON and does
+// nothing when obj is not an object.
+func EachMember(obj []byte, fn func(key, value []byte) bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		keyEnd, err := skipString(obj, i)
+		if err != nil {
+			return
+		}
+		key := obj[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = unescapeKey(obj[i:keyEnd])
+		}
+		start := skipSpace(obj, skipSpace(obj, keyEnd)+1)
+		end, err := skipValue(obj, start, 1)
+		if err != nil || !fn(key, obj[start:end]) {
+			return
+		}
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+}
