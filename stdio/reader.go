@@ -93,7 +93,13 @@ func (r *Reader) fill() {
 			r.start = 0
 		}
 		if r.end == len(r.buf) {
-			grown := make([]byte, min(2*len(r.buf), r.max+1))
+			// Double, but jump straight to the limit once half of it is reached: growing to
+			// exactly max and then once more by a byte would hold two max-sized buffers.
+			size := 2 * len(r.buf)
+			if size >= r.max/2 {
+				size = r.max + 1
+			}
+			grown := make([]byte, size)
 			r.end = copy(grown, r.buf[:r.end])
 			r.buf = grown
 		}
