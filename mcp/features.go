@@ -54,23 +54,29 @@ func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
 		if err != nil || !rm.modern {
 			return raw, err
 		}
-		if f.cacheable && string(jsonrpc.Field(raw, "resultType")) != `"input_required"` {
+		complete := jsonrpc.FirstKey(raw) != "resultType" // only input_required sets it
+		raw = s.modernResult(raw)
+		if f.cacheable && complete {
 			ttl := s.opts.CacheTTL
 			if req.retrying {
 				ttl = 0 // results of input_required retries must not be reused
 			}
 			raw = s.cacheable(raw, ttl)
 		}
-		return s.modernResult(raw), nil
+		return raw, nil
 	}
 }
 
 var errTimedOut = errors.New("mcp: the request's time limit passed")
 
+// encodeResult encodes a handler's result. Every result type of this package encodes _meta
+// (and resultType, when it sets one) as its first member, which modernResult relies on.
 func encodeResult(res any) (json.RawMessage, error) {
 	switch r := res.(type) {
 	case json.RawMessage:
 		return r, nil
+	case *CallToolResult:
+		return json.Marshal(r.wireForm()) // not through MarshalJSON: that costs encoding/json a second pass
 	case nil:
 		return json.RawMessage("{}"), nil
 	}
@@ -81,7 +87,8 @@ func encodeResult(res any) (json.RawMessage, error) {
 // prompts/get, resources/read). Under 2026-07-28 it restores the answers of earlier rounds
 // from requestState and inputResponses, and turns ErrInputRequired into an input_required
 // result whose requestState carries every answer so far.
-func (s *Server) interactive(ctx context.Context, req *Request, target string, args json.RawMessage,
+// state and responses are the request's raw requestState and inputResponses.
+func (s *Server) interactive(ctx context.Context, req *Request, target string, args, state, responses json.RawMessage,
 	run func() (any, error)) (any, error) {
 	if !req.meta.modern {
 		return run()
@@ -91,7 +98,7 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 		bind.Principal = p.ID
 	}
 	answers := map[string]json.RawMessage{}
-	if raw := jsonrpc.Field(req.rt.Params, "requestState"); raw != nil {
+	if raw := state; raw != nil {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
 			return nil, errInvalidParams("requestState must be a string")
@@ -105,7 +112,7 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 		}
 		req.retrying = true
 	}
-	if raw := jsonrpc.Field(req.rt.Params, "inputResponses"); raw != nil {
+	if raw := responses; raw != nil {
 		var got map[string]json.RawMessage
 		if json.Unmarshal(raw, &got) != nil {
 			return nil, errInvalidParams("inputResponses must be an object")
@@ -162,10 +169,30 @@ func listResult(field string, items []json.RawMessage, next string) json.RawMess
 
 // stringParam reads a required string member of params.
 func stringParam(params json.RawMessage, name string) (string, error) {
+	return asString(jsonrpc.Field(params, name), name)
+}
+
+func asString(raw json.RawMessage, name string) (string, error) {
 	var v string
-	raw := jsonrpc.Field(params, name)
 	if raw == nil || json.Unmarshal(raw, &v) != nil {
 		return "", errInvalidParams("%q is required and must be a string", name)
 	}
 	return v, nil
+}
+
+// interactiveParams are the members every interactive request is read for, in one pass.
+var interactiveParams = []string{"name", "uri", "arguments", "requestState", "inputResponses"}
+
+const (
+	pName = iota
+	pURI
+	pArguments
+	pRequestState
+	pInputResponses
+)
+
+func readInteractive(params json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(interactiveParams))
+	jsonrpc.Fields(params, interactiveParams, out)
+	return out
 }

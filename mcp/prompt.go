@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/relayrt/relay/jsonrpc"
 )
 
 // Prompt describes a prompt template as prompts/list shows it.
@@ -41,9 +39,9 @@ func (m *PromptMessage) MarshalJSON() ([]byte, error) {
 
 // GetPromptResult is what a prompt handler returns.
 type GetPromptResult struct {
+	Meta        map[string]any   `json:"_meta,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Messages    []*PromptMessage `json:"messages"`
-	Meta        map[string]any   `json:"_meta,omitempty"`
 }
 
 // GetPromptRequest is a prompts/get request as a prompt handler sees it. Required
@@ -100,7 +98,8 @@ func (s *Server) listPrompts(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
-	name, err := stringParam(req.rt.Params, "name")
+	params := readInteractive(req.rt.Params)
+	name, err := asString(params[pName], "name")
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +107,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 	if p == nil {
 		return nil, errInvalidParams("unknown prompt %q; prompts/list names the prompts", name)
 	}
-	rawArgs := jsonrpc.Field(req.rt.Params, "arguments")
+	rawArgs := params[pArguments]
 	var args map[string]string
 	if rawArgs != nil && string(rawArgs) != "null" && json.Unmarshal(rawArgs, &args) != nil {
 		return nil, errInvalidParams("prompt arguments must be an object of strings")
@@ -118,7 +117,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 			return nil, errInvalidParams("prompt %q needs argument %q", name, a.Name)
 		}
 	}
-	return s.interactive(ctx, req, name, rawArgs, func() (any, error) {
+	return s.interactive(ctx, req, name, rawArgs, params[pRequestState], params[pInputResponses], func() (any, error) {
 		res, err := p.get(ctx, &GetPromptRequest{Request: req, Name: name, Arguments: args})
 		if err != nil {
 			return nil, err

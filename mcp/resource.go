@@ -36,8 +36,8 @@ type ResourceTemplate struct {
 
 // ReadResourceResult is what a resource handler returns.
 type ReadResourceResult struct {
-	Contents []*ResourceContents `json:"contents"`
 	Meta     map[string]any      `json:"_meta,omitempty"`
+	Contents []*ResourceContents `json:"contents"`
 }
 
 // ReadResourceRequest is a resources/read request as a resource handler sees it. Vars holds
@@ -137,7 +137,8 @@ func (s *Server) listTemplates(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
-	uri, err := stringParam(req.rt.Params, "uri")
+	params := readInteractive(req.rt.Params)
+	uri, err := asString(params[pURI], "uri")
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	if read == nil {
 		return nil, notFound(req, uri)
 	}
-	return s.interactive(ctx, req, uri, nil, func() (any, error) {
+	return s.interactive(ctx, req, uri, nil, params[pRequestState], params[pInputResponses], func() (any, error) {
 		res, err := read(ctx, &ReadResourceRequest{Request: req, URI: uri, Vars: vars})
 		if errors.Is(err, ErrResourceNotFound) {
 			return nil, notFound(req, uri)

@@ -159,9 +159,10 @@ func (s *Server) advertises(capability string) bool {
 }
 
 // modernResult turns an encoded result object into a 2026-07-28 result: resultType (complete
-// unless the object says otherwise) and the server's identity in _meta.
+// unless the object says otherwise) and the server's identity in _meta. A result that carries
+// _meta or resultType of its own must encode it first (see encodeResult).
 func (s *Server) modernResult(obj []byte) json.RawMessage {
-	if jsonrpc.Field(obj, "_meta") != nil || jsonrpc.Field(obj, "resultType") != nil {
+	if k := jsonrpc.FirstKey(obj); k == "_meta" || k == "resultType" {
 		return s.mergeResult(obj)
 	}
 	out := make([]byte, 0, len(obj)+len(s.serverInfo)+40)

@@ -247,5 +247,5 @@ func (s *Server) discoverResult() json.RawMessage {
 		Capabilities      map[string]any `json:"capabilities"`
 		Instructions      string         `json:"instructions,omitempty"`
 	}{ModernVersions, s.capabilities(), s.opts.Instructions})
-	return s.modernResult(s.cacheable(body, s.opts.CacheTTL))
+	return s.cacheable(s.modernResult(body), s.opts.CacheTTL)
 }

@@ -57,13 +57,17 @@ func ErrorResult(text string) *CallToolResult {
 }
 
 // MarshalJSON writes the result in the protocol's shape.
-func (r *CallToolResult) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Content           []contentWire  `json:"content"`
-		StructuredContent any            `json:"structuredContent,omitempty"`
-		IsError           bool           `json:"isError,omitempty"`
-		Meta              map[string]any `json:"_meta,omitempty"`
-	}{wireContents(r.Content), r.StructuredContent, r.IsError, r.Meta})
+func (r *CallToolResult) MarshalJSON() ([]byte, error) { return json.Marshal(r.wireForm()) }
+
+type callToolWire struct {
+	Meta              map[string]any `json:"_meta,omitempty"`
+	Content           []contentWire  `json:"content"`
+	StructuredContent any            `json:"structuredContent,omitempty"`
+	IsError           bool           `json:"isError,omitempty"`
+}
+
+func (r *CallToolResult) wireForm() *callToolWire {
+	return &callToolWire{r.Meta, wireContents(r.Content), r.StructuredContent, r.IsError}
 }
 
 // CallToolRequest is a tools/call request as a tool handler sees it.
@@ -91,12 +95,14 @@ type tool struct {
 // error.
 func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 	def := *t
+	var flat *flatArgs
 	if def.InputSchema == nil {
 		schema, err := jsonschema.For[In](nil)
 		if err != nil {
 			panic(fmt.Sprintf("mcp: cannot derive the input schema of tool %q: %v", t.Name, err))
 		}
 		def.InputSchema = schema
+		flat = flatSchema(schema)
 	}
 	tl := &tool{def: &def, input: mustResolve(t.Name, "input", def.InputSchema)}
 	if def.OutputSchema != nil {
@@ -107,12 +113,18 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		var inst any
-		if err := json.Unmarshal(args, &inst); err != nil {
-			return invalidArguments(t.Name, err), nil
-		}
-		if err := tl.input.Validate(inst); err != nil {
-			return invalidArguments(t.Name, err), nil
+		if flat != nil {
+			if err := flat.check(args); err != nil {
+				return invalidArguments(t.Name, err), nil
+			}
+		} else {
+			var inst any
+			if err := json.Unmarshal(args, &inst); err != nil {
+				return invalidArguments(t.Name, err), nil
+			}
+			if err := tl.input.Validate(inst); err != nil {
+				return invalidArguments(t.Name, err), nil
+			}
 		}
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
@@ -164,7 +176,8 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	name, err := stringParam(req.rt.Params, "name")
+	p := readInteractive(req.rt.Params)
+	name, err := asString(p[pName], "name")
 	if err != nil {
 		return nil, err
 	}
@@ -172,14 +185,14 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if tl == nil {
 		return nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
 	}
-	args := jsonrpc.Field(req.rt.Params, "arguments")
+	args := p[pArguments]
 	if string(args) == "null" {
 		args = nil
 	}
 	if args != nil && !jsonrpc.IsObject(args) {
 		return ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
 	}
-	return s.interactive(ctx, req, name, args, func() (any, error) {
+	return s.interactive(ctx, req, name, args, p[pRequestState], p[pInputResponses], func() (any, error) {
 		res, err := tl.call(ctx, &CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)})
 		var je *jsonrpc.Error
 		switch {

@@ -1,0 +1,107 @@
+package mcp
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+type flatIn struct {
+	Text  string  `json:"text"`
+	N     int     `json:"n,omitempty"`
+	F     float64 `json:"f,omitempty"`
+	B     bool    `json:"b,omitempty"`
+	Title string  `json:"title,omitempty" jsonschema:"a description does not make it less flat"`
+}
+
+// agree checks that the fast path and full JSON Schema validation reach the same verdict.
+func agree(t testing.TB, flat *flatArgs, full *jsonschema.Resolved, args []byte) {
+	var inst any
+	if json.Unmarshal(args, &inst) != nil {
+		return
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return // tools/call refuses non-object arguments before either runs
+	}
+	fastErr := flat.check(args)
+	if fastErr == nil {
+		var in flatIn // the struct decode is part of the fast path: it checks ranges
+		if err := json.Unmarshal(args, &in); err != nil {
+			fastErr = err
+		}
+	}
+	fullErr := full.Validate(inst)
+	if fullErr == nil {
+		var in flatIn // the general path decodes too, and refuses 1e2 or 1.0 for an int
+		fullErr = json.Unmarshal(args, &in)
+	}
+	if (fastErr == nil) != (fullErr == nil) {
+		t.Errorf("verdicts differ on %s: fast=%v full=%v", args, fastErr, fullErr)
+	}
+}
+
+func flatFixture(t testing.TB) (*flatArgs, *jsonschema.Resolved) {
+	schema, err := jsonschema.For[flatIn](nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := flatSchema(schema)
+	if flat == nil {
+		t.Fatal("a struct of scalars must take the fast path")
+	}
+	full, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flat, full
+}
+
+func TestFlatArgs_SameVerdictAsJSONSchema(t *testing.T) {
+	flat, full := flatFixture(t)
+	for _, args := range []string{
+		`{"text":"hi"}`,
+		`{"text":"hi","n":3,"f":1.5,"b":true,"title":"t"}`,
+		`{}`,                          // missing required
+		`{"text":5}`,                  // wrong type
+		`{"text":null}`,               // null is not a string
+		`{"text":"a","n":1.5}`,        // not an integer
+		`{"text":"a","n":-2}`,         //
+		`{"text":"a","extra":1}`,      // additionalProperties false
+		`{"text":"a","b":"true"}`,     // string is not a boolean
+		`{"text":"a","f":-1e3}`,       //
+		`{"text":"a","n":{"x":1}}`,    // object is not an integer
+		`{"text":"a","title":["x"]}`,  // array is not a string
+		`{"te\u0078t":"escaped key"}`, // the key is "text"
+		`{"text":"a","n":1e2}`,        // exponent form is not an integer here
+	} {
+		agree(t, flat, full, []byte(args))
+	}
+}
+
+func TestFlatArgs_OnlyForFlatSchemas(t *testing.T) {
+	type nested struct {
+		Inner struct{ A string } `json:"inner"`
+	}
+	s, _ := jsonschema.For[nested](nil)
+	if flatSchema(s) != nil {
+		t.Error("a nested struct must take the general path")
+	}
+	type list struct {
+		Items []string `json:"items"`
+	}
+	s, _ = jsonschema.For[list](nil)
+	if flatSchema(s) != nil {
+		t.Error("an array property must take the general path")
+	}
+}
+
+func FuzzFlatArgs(f *testing.F) {
+	for _, seed := range []string{`{"text":"hi"}`, `{"text":5}`, `{"n":1.5,"text":""}`, `{"x":null}`, `{}`} {
+		f.Add([]byte(seed))
+	}
+	flat, full := flatFixture(f)
+	f.Fuzz(func(t *testing.T, args []byte) {
+		agree(t, flat, full, args)
+	})
+}
