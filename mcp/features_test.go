@@ -1,0 +1,243 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+)
+
+func TestPagination_OpaqueCursorsAnyProcessCanContinue(t *testing.T) {
+	// DIGEST A14: deterministic order; cursors do not depend on the process that issued them.
+	build := func() *mcp.Server {
+		s := mcp.NewServer(mcp.Implementation{Name: "p", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
+		for _, n := range []string{"e", "a", "d", "c", "b"} {
+			mcp.AddTool(s, &mcp.Tool{Name: n}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, error) {
+				return nil, nil
+			})
+		}
+		return s
+	}
+	one, two := connect(t, build()), connect(t, build())
+	var names []string
+	cursor := ""
+	for i := 0; i < 5; i++ {
+		c := one
+		if i%2 == 1 {
+			c = two // continue the listing on another server process
+		}
+		params := `{` + modernMeta + `}`
+		if cursor != "" {
+			params = fmt.Sprintf(`{"cursor":%q,%s}`, cursor, modernMeta)
+		}
+		r := result(t, c.call(i+1, "tools/list", params))
+		for _, tl := range r["tools"].([]any) {
+			names = append(names, tl.(map[string]any)["name"].(string))
+		}
+		next, _ := r["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if strings.Join(names, "") != "abcde" {
+		t.Fatalf("paged listing = %v, want a b c d e", names)
+	}
+}
+
+func TestMRTR_InputRequiredThenRetry(t *testing.T) {
+	// DIGEST A6: input_required with a signed requestState; the retry re-runs the handler.
+	s := mcp.NewServer(mcp.Implementation{Name: "m", Version: "1"}, nil)
+	runs := 0
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		runs++
+		first, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "name?"})
+		if err != nil {
+			return nil, err
+		}
+		second, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "really?"})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.TextResult(fmt.Sprint(first.Content["name"], "/", second.Action)), nil
+	})
+	c := connect(t, s)
+	caps := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+
+	r := result(t, c.call(1, "tools/call", `{"name":"ask",`+caps+`}`))
+	if r["resultType"] != "input_required" || r["ttlMs"] != nil {
+		t.Fatalf("round 1: %v", r)
+	}
+	reqs := r["inputRequests"].(map[string]any)
+	if len(reqs) != 1 || reqs["elicitation-0"].(map[string]any)["method"] != "elicitation/create" {
+		t.Fatalf("round 1 input requests: %v", reqs)
+	}
+	state := r["requestState"].(string)
+
+	// Round 2: answer the first question; the handler re-runs and asks the second.
+	r = result(t, c.call(2, "tools/call", fmt.Sprintf(
+		`{"name":"ask","inputResponses":{"elicitation-0":{"action":"accept","content":{"name":"Ada"}}},"requestState":%q,%s}`, state, caps)))
+	if r["resultType"] != "input_required" || r["inputRequests"].(map[string]any)["elicitation-1"] == nil {
+		t.Fatalf("round 2: %v", r)
+	}
+	state2 := r["requestState"].(string)
+
+	// Round 3: only the newest answer is sent; the first comes back from requestState.
+	r = result(t, c.call(3, "tools/call", fmt.Sprintf(
+		`{"name":"ask","inputResponses":{"elicitation-1":{"action":"decline"}},"requestState":%q,%s}`, state2, caps)))
+	content := r["content"].([]any)[0].(map[string]any)["text"]
+	if r["resultType"] != "complete" || content != "Ada/decline" || runs != 3 {
+		t.Fatalf("round 3: %v (runs %d)", r, runs)
+	}
+
+	// A forged or re-targeted requestState is refused.
+	forged := state2[:len(state2)-2] + "AA"
+	if m := c.call(4, "tools/call", fmt.Sprintf(`{"name":"ask","requestState":%q,%s}`, forged, caps)); code(m) != -32602 {
+		t.Errorf("forged requestState: %s", m["error"])
+	}
+	if m := c.call(5, "tools/call", fmt.Sprintf(`{"name":"ask","arguments":{"x":1},"requestState":%q,%s}`, state2, caps)); code(m) != -32602 {
+		t.Errorf("requestState replayed with other arguments: %s", m["error"])
+	}
+}
+
+func TestMRTR_MissingCapabilityIs32021(t *testing.T) {
+	// DIGEST A2: a capability the request did not declare: -32021 with data.requiredCapabilities.
+	s := mcp.NewServer(mcp.Implementation{Name: "m", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "sample"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		_, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5})
+		return nil, err
+	})
+	c := connect(t, s)
+	m := c.call(1, "tools/call", `{"name":"sample",`+modernMeta+`}`)
+	if code(m) != -32021 || !strings.Contains(string(m["error"]), `"requiredCapabilities":{"sampling":{}}`) {
+		t.Fatalf("got %s", m["error"])
+	}
+}
+
+func TestLegacy_ServerToClientRequestRoutedBack(t *testing.T) {
+	// DIGEST B1: under the initialize generation the same handler asks the client directly.
+	s := mcp.NewServer(mcp.Implementation{Name: "m", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "sample"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		res, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+			Messages: []mcp.SamplingMessage{{Role: "user", Content: json.RawMessage(`{"type":"text","text":"hi"}`)}}})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.TextResult("model said " + res.Model), nil
+	})
+	c := connect(t, s)
+	result(t, c.call(1, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"1"}}`))
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sample"}}`)
+	ask := c.recv()
+	if string(ask["method"]) != `"sampling/createMessage"` {
+		t.Fatalf("want a sampling request, got %v", ask)
+	}
+	// A response to a request nobody sent is dropped, not answered.
+	c.send(`{"jsonrpc":"2.0","id":"nobody","result":{}}`)
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m1"}}`, ask["id"]))
+	m := c.recv()
+	if string(m["id"]) != "2" || !strings.Contains(string(m["result"]), "model said m1") {
+		t.Fatalf("got %v", m)
+	}
+}
+
+func TestListen_AcknowledgedFirstThenTaggedNotifications(t *testing.T) {
+	// DIGEST A9.
+	s := newServer(t)
+	c := connect(t, s)
+	c.send(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`)
+	ack := c.recv()
+	if string(ack["method"]) != `"notifications/subscriptions/acknowledged"` {
+		t.Fatalf("first message %v", ack)
+	}
+	var p struct {
+		Notifications map[string]any
+		Meta          map[string]json.RawMessage `json:"_meta"`
+	}
+	json.Unmarshal(ack["params"], &p)
+	if string(p.Meta["io.modelcontextprotocol/subscriptionId"]) != `"sub-1"` {
+		t.Errorf("ack lacks the subscription id: %s", ack["params"])
+	}
+	if p.Notifications["promptsListChanged"] == true {
+		t.Errorf("honoured prompts without a prompts capability: %v", p.Notifications)
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "late"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, error) {
+		return nil, nil
+	})
+	n := c.recv()
+	if string(n["method"]) != `"notifications/tools/list_changed"` || !strings.Contains(string(n["params"]), `"sub-1"`) {
+		t.Fatalf("list change %v", n)
+	}
+	// At EOF the stream ends with a complete result carrying the subscription id.
+	c.conn.CloseInput()
+	end := c.recv()
+	if string(end["id"]) != `"sub-1"` || !strings.Contains(string(end["result"]), `"resultType":"complete"`) ||
+		!strings.Contains(string(end["result"]), `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+		t.Fatalf("end of stream %v", end)
+	}
+}
+
+func TestLegacy_SubscribeAndListChanged(t *testing.T) {
+	// DIGEST B1: resources/subscribe, notifications/resources/updated, list_changed.
+	s := mcp.NewServer(mcp.Implementation{Name: "r", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "test://a", Name: "a"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.URI, Text: "A"}}}, nil
+	})
+	c := connect(t, s)
+	result(t, c.call(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{}}`))
+	if m := c.call(2, "logging/setLevel", `{"level":"loud"}`); code(m) != -32602 {
+		t.Errorf("invalid log level: %s", m["error"])
+	}
+	result(t, c.call(3, "resources/subscribe", `{"uri":"test://a"}`))
+	s.ResourceUpdated("test://other") // not subscribed: nothing
+	s.ResourceUpdated("test://a")
+	if n := c.recv(); string(n["method"]) != `"notifications/resources/updated"` || !strings.Contains(string(n["params"]), "test://a") {
+		t.Fatalf("want the update, got %v", n)
+	}
+	if m := c.call(4, "resources/read", `{"uri":"test://missing"}`); code(m) != -32002 {
+		t.Errorf("legacy resource not found: %s", m["error"])
+	}
+	s.RemoveResources("test://a")
+	if n := c.recv(); string(n["method"]) != `"notifications/resources/list_changed"` {
+		t.Fatalf("want list_changed, got %v", n)
+	}
+}
+
+func TestMiddlewareSeesPrincipalAndTimeoutAnswers(t *testing.T) {
+	var seen []string
+	s := mcp.NewServer(mcp.Implementation{Name: "mw", Version: "1"}, &mcp.ServerOptions{
+		RequestTimeout: 20 * time.Millisecond,
+		Middleware: []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, req *mcp.Request) (any, error) {
+				who := "anonymous"
+				if p := runtime.PrincipalFrom(ctx); p != nil {
+					who = p.ID
+				}
+				seen = append(seen, req.Method()+" by "+who)
+				return next(ctx, req)
+			}
+		}},
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx := runtime.WithPrincipal(context.Background(), &runtime.Principal{ID: "alice"})
+	conn := s.Runtime(runtime.WithLogger(zap.NewNop())).Connect(ctx)
+	defer conn.Close()
+	c := &client{t: t, conn: conn}
+	m := c.call(1, "tools/call", `{"name":"slow",`+modernMeta+`}`)
+	if code(m) != mcp.CodeServerBusy || !strings.Contains(string(m["error"]), "timed out") {
+		t.Errorf("timeout: %s", m["error"])
+	}
+	if len(seen) != 1 || seen[0] != "tools/call by alice" {
+		t.Errorf("middleware saw %v", seen)
+	}
+}
