@@ -54,6 +54,9 @@ func (m Mailbox[T]) TrySend(v T) error {
 
 // Send delivers v, waiting for room until ctx is done.
 func (m Mailbox[T]) Send(ctx context.Context, v T) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	select {
 	case m.ch <- v:
 		return nil
@@ -83,6 +86,9 @@ func (g *Group) Add(actor func(ctx context.Context) error) {
 // Run starts every actor and returns the first one's error (a *PanicError if it panicked)
 // after all of them have returned. Cancelling ctx stops them all.
 func (g *Group) Run(ctx context.Context) error {
+	if len(g.actors) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var rg run.Group

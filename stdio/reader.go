@@ -111,9 +111,9 @@ func (r *Reader) fill() {
 	}
 }
 
-// trimLine strips a trailing "\r" and returns nil for a blank line.
+// trimLine strips trailing "\r"s and returns nil for a blank line.
 func trimLine(line []byte) []byte {
-	if n := len(line); n > 0 && line[n-1] == '\r' {
+	for n := len(line); n > 0 && line[n-1] == '\r'; n-- {
 		line = line[:n-1]
 	}
 	for _, c := range line {

@@ -3,6 +3,7 @@ package stdio
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"go.uber.org/zap"
@@ -48,8 +49,14 @@ func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(e
 	return werr
 }
 
+var errEmptyFrame = errors.New("stdio: empty frame")
+
 // appendFrame appends f and a newline, compacting f first if it spans lines.
 func appendFrame(buf, f []byte, log *zap.Logger) []byte {
+	if len(bytes.TrimSpace(f)) == 0 { // no message at all: never write a blank line
+		log.Error("dropped an outgoing frame that is not valid JSON", zap.Error(errEmptyFrame))
+		return buf
+	}
 	if bytes.IndexByte(f, '\n') < 0 {
 		buf = append(buf, f...)
 		return append(buf, '\n')
