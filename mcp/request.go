@@ -214,6 +214,9 @@ func (r *Request) ListRoots(ctx context.Context) (*ListRootsResult, error) {
 // ask is the one way a handler asks the client something, whatever the era.
 func (r *Request) ask(ctx context.Context, method, capability string, params, out any) error {
 	if !hasCapability(r.meta.clientCaps, capability) {
+		if !r.meta.modern { // -32021 exists only in 2026-07-28: a legacy handler sees a plain error
+			return fmt.Errorf("mcp: the client did not declare the %s capability in initialize", capability)
+		}
 		return &jsonrpc.Error{
 			Code:    CodeMissingRequiredClientCapability,
 			Message: "Missing required client capability: this request needs " + capability + "; declare it in the client capabilities",
@@ -225,7 +228,7 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 		defer cancel()
 		raw, err := r.rt.Call(ctx, method, params)
 		if err != nil {
-			return fmt.Errorf("mcp: asking the client (%s): %w", method, err)
+			return &ClientError{Method: method, Err: err}
 		}
 		if err := json.Unmarshal(raw, out); err != nil {
 			return fmt.Errorf("mcp: the client's answer to %s is malformed: %w", method, err)
@@ -250,6 +253,18 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 	r.asked[key] = inputRequest{Method: method, Params: params}
 	return ErrInputRequired
 }
+
+// ClientError is what Elicit, CreateMessage and ListRoots return when the client answered
+// with an error (a user who refused, say) or did not answer in time. It deliberately does not
+// unwrap to the client's *jsonrpc.Error: returned from a tool, it becomes a tool error the
+// model can read, not a protocol error that would pass the client's own code off as the
+// server's. Use errors.As with a *ClientError to inspect it.
+type ClientError struct {
+	Method string
+	Err    error
+}
+
+func (e *ClientError) Error() string { return "the client did not answer " + e.Method + ": " + e.Err.Error() }
 
 // mrtrMethods are the methods that may answer input_required.
 var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
