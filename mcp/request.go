@@ -264,7 +264,9 @@ type ClientError struct {
 	Err    error
 }
 
-func (e *ClientError) Error() string { return "the client did not answer " + e.Method + ": " + e.Err.Error() }
+func (e *ClientError) Error() string {
+	return "the client did not answer " + e.Method + ": " + e.Err.Error()
+}
 
 // mrtrMethods are the methods that may answer input_required.
 var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
