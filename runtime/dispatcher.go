@@ -71,7 +71,7 @@ type dispatcher struct {
 	base    context.Context
 
 	in      <-chan Inbound
-	out     chan<- []byte
+	emit    func(Outbound) // the only way out: blocks while the transport is behind
 	events  chan event
 	stopped chan struct{}
 	drainCh chan struct{}
@@ -89,14 +89,14 @@ type dispatcher struct {
 	deadline    <-chan time.Time
 }
 
-func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, out chan<- []byte) *dispatcher {
+func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(Outbound)) *dispatcher {
 	d := &dispatcher{
 		s:       s,
 		p:       &s.profile,
 		log:     s.opts.logger,
 		base:    context.WithoutCancel(ctx),
 		in:      in,
-		out:     out,
+		emit:    emit,
 		events:  make(chan event, 256),
 		stopped: make(chan struct{}),
 		drainCh: make(chan struct{}),
@@ -179,7 +179,7 @@ func (d *dispatcher) abandon() {
 		if d.p.Abandoned != nil {
 			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
 		}
-		d.finish(e.batch, frame)
+		d.finish(e.batch, e.req.ID, frame)
 	}
 	d.queue = nil
 	for _, e := range d.table {
@@ -236,7 +236,7 @@ func (d *dispatcher) frame(f []byte) {
 			break
 		}
 		if jsonrpc.IsBatch(m) {
-			d.answer(b, jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			d.answer(b, nil, jsonrpc.AppendError(nil, d.unreadableID(), jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 				"Invalid request: a batch member must be an object")))
 			continue
 		}
@@ -260,7 +260,7 @@ func (d *dispatcher) message(f []byte, b *batch) {
 		if id == nil {
 			id = d.unreadableID()
 		}
-		d.answer(b, jsonrpc.AppendError(nil, id, de.AsError()))
+		d.answer(b, m.ID, jsonrpc.AppendError(nil, id, de.AsError()))
 		return
 	}
 	switch m.Kind {
@@ -304,7 +304,7 @@ func (d *dispatcher) cancel(id jsonrpc.ID) {
 		if d.p.Cancelled != nil {
 			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
 		}
-		d.finish(e.batch, frame)
+		d.finish(e.batch, e.req.ID, frame)
 		return
 	}
 	e.cancel(ErrCancelled)
@@ -336,7 +336,7 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 	if d.draining {
 		d.log.Warn("refused a request that arrived while shutting down", zap.String("method", m.Method))
 		if d.p.Abandoned != nil {
-			d.answer(b, jsonrpc.AppendError(nil, m.ID, d.p.Abandoned))
+			d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Abandoned))
 		}
 		return
 	}
@@ -345,12 +345,12 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		if e == nil {
 			e = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: params must be a JSON object")
 		}
-		d.answer(b, jsonrpc.AppendError(nil, m.ID, e))
+		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, e))
 		return
 	}
 	key := string(m.ID)
 	if _, dup := d.table[key]; dup {
-		d.answer(b, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: this id is already in flight; use a new id for each request")))
 		return
 	}
@@ -363,7 +363,7 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		} else {
 			frame = d.encodeResult(m.ID, r.Result)
 		}
-		d.answer(b, frame)
+		d.answer(b, m.ID, frame)
 		if r.Shutdown {
 			d.shutdown()
 		}
@@ -387,7 +387,7 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		}
 		d.log.Warn("refused a request: in-flight limit and queue are full",
 			zap.Int("inFlight", d.running), zap.Int("queued", len(d.queue)))
-		d.answer(b, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
+		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	}
 	if r.Shutdown {
 		d.shutdown()
@@ -471,7 +471,7 @@ func (d *dispatcher) event(ev event) {
 		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more
 		}
-		d.write(ev.frame)
+		d.emit(Outbound{Frame: ev.frame, Request: e.req.ID})
 	case evCall:
 		if d.table[e.key] != e {
 			ev.call.reply <- callReply{err: ErrConnectionClosed}
@@ -481,7 +481,7 @@ func (d *dispatcher) event(ev event) {
 		id := jsonrpc.ID(strconv.AppendInt(nil, d.nextCall, 10))
 		d.pending[string(id)] = ev.call
 		e.calls = append(e.calls, string(id))
-		d.write(jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params))
+		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
 	case evDone:
 		d.actors--
 		if !e.long {
@@ -500,7 +500,7 @@ func (d *dispatcher) event(ev event) {
 				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
 			}
 		}
-		d.finish(e.batch, frame)
+		d.finish(e.batch, e.req.ID, frame)
 		d.startQueued()
 	}
 }
@@ -533,11 +533,12 @@ func (d *dispatcher) removeQueued(e *entry) {
 	}
 }
 
-// answer sends a request's final frame (nil: none), or keeps it for its batch.
-func (d *dispatcher) answer(b *batch, frame []byte) {
+// answer sends the final frame of the request with the given id (nil: none), or keeps it for
+// its batch.
+func (d *dispatcher) answer(b *batch, id jsonrpc.ID, frame []byte) {
 	if b == nil {
 		if frame != nil {
-			d.write(frame)
+			d.emit(Outbound{Frame: frame, Request: id, Final: true})
 		}
 		return
 	}
@@ -548,11 +549,11 @@ func (d *dispatcher) answer(b *batch, frame []byte) {
 }
 
 // finish is answer for a request that had an entry: in a batch it no longer counts as pending.
-func (d *dispatcher) finish(b *batch, frame []byte) {
+func (d *dispatcher) finish(b *batch, id jsonrpc.ID, frame []byte) {
 	if b != nil {
 		b.pending--
 	}
-	d.answer(b, frame)
+	d.answer(b, id, frame)
 }
 
 func (d *dispatcher) flushBatch(b *batch) {
@@ -576,4 +577,5 @@ func (d *dispatcher) flushBatch(b *batch) {
 	d.write(out)
 }
 
-func (d *dispatcher) write(frame []byte) { d.out <- frame }
+// write sends a frame that belongs to no request.
+func (d *dispatcher) write(frame []byte) { d.emit(Outbound{Frame: frame, Final: true}) }

@@ -47,9 +47,26 @@ type Inbound struct {
 // It is the only sender on out and closes it before returning. Cancelling ctx starts a
 // graceful drain; the requests' own contexts are not children of ctx.
 func (s *Server) Serve(ctx context.Context, in <-chan Inbound, out chan<- []byte) error {
-	d := newDispatcher(ctx, s, in, out)
 	defer close(out)
-	return d.run(ctx)
+	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o.Frame }).run(ctx)
+}
+
+// Outbound is a frame with what a transport that routes frames per request (HTTP) needs to
+// know: which request it belongs to, and whether it is that request's last.
+type Outbound struct {
+	Frame []byte
+	// Request is the id of the request the frame belongs to (its answer, a progress or log
+	// notification, a question to the peer), or nil for a frame of the connection's own:
+	// a notification of the session's, an answer to an unreadable request, a batch's answer.
+	Request jsonrpc.ID
+	// Final marks a request's answer: nothing more for it follows.
+	Final bool
+}
+
+// ServeOutbound is Serve for transports that route frames per request.
+func (s *Server) ServeOutbound(ctx context.Context, in <-chan Inbound, out chan<- Outbound) error {
+	defer close(out)
+	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o }).run(ctx)
 }
 
 // Sentinel causes seen by handlers through context.Cause.
