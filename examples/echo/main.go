@@ -5,10 +5,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/stdio"
 )
@@ -50,6 +54,19 @@ func main() {
 			}
 		})
 
+	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
+	flag.Parse()
+	if *addr != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		h := httpx.NewMCPHandler(s, nil)
+		defer h.Close()
+		if err := httpx.ListenAndServe(ctx, *addr, h, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := stdio.ServeStdio(context.Background(), s.Runtime()); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)

@@ -30,12 +30,15 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/stdio"
@@ -64,6 +67,7 @@ var (
 func main() {
 	every := flag.Duration("watch", 2*time.Second,
 		"how often test://watched-resource changes and subscribers are told (0: never)")
+	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	flag.Parse()
 
 	s := newServer()
@@ -71,13 +75,28 @@ func main() {
 	done := make(chan struct{})
 	go func() { defer close(done); watch(ctx, s, *every) }()
 
-	err := stdio.ServeStdio(context.Background(), s.Runtime())
+	var err error
+	if *addr != "" {
+		err = serveHTTP(s, *addr)
+	} else {
+		err = stdio.ServeStdio(context.Background(), s.Runtime())
+	}
 	cancel()
 	<-done
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
 		os.Exit(1)
 	}
+}
+
+// serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
+func serveHTTP(s *mcp.Server, addr string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	h := httpx.NewMCPHandler(s, nil)
+	defer h.Close()
+	fmt.Fprintf(os.Stderr, "everything: serving MCP on http://%s/mcp\n", addr)
+	return httpx.ListenAndServe(ctx, addr, h, nil)
 }
 
 // watch changes test://watched-resource every interval until ctx ends.

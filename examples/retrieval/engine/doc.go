@@ -1,0 +1,28 @@
+// Package engine is a small, deterministic, in-memory retrieval engine: the backend of Relay's
+// RCP/1 retrieval example. It knows nothing about JSON-RPC or about Relay's rcp package; it
+// offers the four RCP operations as plain Go methods (Retrieve, Rerank, IndexAdd, IndexDelete)
+// over wire types whose JSON form matches the RCP/1 params and results, plus the capability
+// metadata that describes exactly what it implements (Capabilities).
+//
+// The pipeline, all of it computed on the spot without any model:
+//
+//   - Tokens: lower-cased runs of letters and digits, a short stop-word list, and the plural
+//     "s" removed.
+//   - Sparse recall: BM25 (k1 = 1.2, b = 0.75) over an inverted index.
+//   - Dense recall: a 256-dimensional feature-hashing embedding of the tokens and of their
+//     character trigrams (signed hashes, L2-normalised), scored by cosine similarity.
+//   - Hybrid recall: reciprocal rank fusion (RRF, k = 60 unless the request says otherwise)
+//     of the dense and sparse rankings.
+//   - Rerank: late interaction in the manner of ColBERT: every token gets its own hashed
+//     vector, and a passage scores the sum over the query tokens of the best cosine against
+//     any of its tokens (MaxSim).
+//   - Optional stages: a metadata filter, minScore, MMR diversification, token-budget
+//     packing and cursor pagination.
+//
+// Errors the protocol layer must translate: *FieldError (-32602 with data.field),
+// *OptionError (-32005 with data.option), ErrIndexVersionUnavailable (-32010),
+// ErrCursorExpired (-32015), and ctx.Err() when the request's context ends (-32006 or
+// -32014, depending on why).
+//
+// An Engine is safe for concurrent use: retrievals run in parallel, writes are exclusive.
+package engine

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"unicode"
+)
+
+// Dim is the dimension of the dense embedding and of the per-token vectors used by rerank.
+const Dim = 256
+
+// stopWords are dropped by the tokenizer: common English function words, plus "package",
+// which opens nearly every synopsis of the default corpus and so says nothing about any of them.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a about an and are as at be been but by can for from has
+		have how i if in into is it its not of on or so such that the their them then there these
+		they this to was we what when where which while who will with you your package`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// tokenize splits s into lower-case tokens: maximal runs of Unicode letters and digits, minus
+// stop words, with a plural "s" removed.
+func tokenize(s string) []string {
+	var toks []string
+	for _, w := range strings.FieldsFunc(s, isSeparator) {
+		w = strings.ToLower(w)
+		if stopWords[w] {
+			continue
+		}
+		toks = append(toks, stem(w))
+	}
+	return toks
+}
+
+func isSeparator(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// wordCount is the number of words in s, stop words included: the unit of tokenBudget.
+func wordCount(s string) int { return len(strings.FieldsFunc(s, isSeparator)) }
+
+// stem removes a plural ending, conservatively: "parses" -> "parse", "libraries" -> "library",
+// but "status", "analysis" and "class" are left alone. Anything subtler is the dense side's job,
+// whose character trigrams already relate "parse", "parser" and "parsing".
+func stem(w string) string {
+	n := len(w)
+	switch {
+	case n > 4 && strings.HasSuffix(w, "ies"):
+		return w[:n-3] + "y"
+	case n > 3 && w[n-1] == 's' && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") &&
+		!strings.HasSuffix(w, "is"):
+		return w[:n-1]
+	}
+	return w
+}
+
+// hash64 is FNV-1a over a tag byte followed by s, so a token and a trigram with the same
+// letters land in different buckets.
+func hash64(tag byte, s string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	h = (h ^ uint64(tag)) * prime
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * prime
+	}
+	// A final avalanche step, so that the low bits (the bucket) and the high bit (the sign)
+	// both depend on every input byte.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}
+
+// addFeature adds weight to the signed bucket of one hashed feature.
+func addFeature(v []float32, tag byte, feature string, weight float32) {
+	h := hash64(tag, feature)
+	if h>>63 == 1 {
+		weight = -weight
+	}
+	v[h%Dim] += weight
+}
+
+// addToken adds one token's features to v: the whole token with weight 1, and the character
+// trigrams of "^token$" sharing a total squared weight of 1, so that a token and a variant of
+// it ("parse", "parser") are similar but not equal.
+func addToken(v []float32, tok string) {
+	addFeature(v, 'w', tok, 1)
+	r := []rune("^" + tok + "$")
+	n := len(r) - 2
+	if n < 1 {
+		return
+	}
+	w := float32(1 / math.Sqrt(float64(n)))
+	for i := 0; i < n; i++ {
+		addFeature(v, 't', string(r[i:i+3]), w)
+	}
+}
+
+// embed returns the L2-normalised hashed embedding of a token sequence. A sequence without
+// tokens yields the zero vector, whose cosine with anything is 0.
+func embed(toks []string) []float32 {
+	v := make([]float32, Dim)
+	for _, t := range toks {
+		addToken(v, t)
+	}
+	normalize(v)
+	return v
+}
+
+// normalize scales v to unit length in place; a zero (or non-finite) vector becomes zero.
+func normalize(v []float32) {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss == 0 || math.IsInf(ss, 0) || math.IsNaN(ss) {
+		clear(v)
+		return
+	}
+	inv := 1 / math.Sqrt(ss)
+	for i, x := range v {
+		v[i] = float32(float64(x) * inv)
+	}
+}
+
+// dot is the inner product of two dense vectors of the same length.
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// sparseVec is a vector with few non-zero components, as a token's own vector is (one bucket
+// for the token and one per trigram). Dim is 256, so an index fits in a byte.
+type sparseVec struct {
+	idx []uint8
+	val []float32
+}
+
+// tokenVector returns the normalised vector of a single token, in sparse form.
+func tokenVector(tok string) sparseVec {
+	var dense [Dim]float32
+	addToken(dense[:], tok)
+	normalize(dense[:])
+	var sv sparseVec
+	for i, x := range dense {
+		if x != 0 {
+			sv.idx = append(sv.idx, uint8(i))
+			sv.val = append(sv.val, x)
+		}
+	}
+	return sv
+}
+
+// dotSparse is the inner product of a dense vector and a sparse one.
+func dotSparse(d []float32, s sparseVec) float64 {
+	var sum float64
+	for i, ix := range s.idx {
+		sum += float64(d[ix]) * float64(s.val[i])
+	}
+	return sum
+}
+
+// finite returns x, or 0 when x is NaN or infinite: no float this package returns may be
+// either, because JSON cannot carry them.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}

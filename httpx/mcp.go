@@ -1,0 +1,505 @@
+package httpx
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+)
+
+// MCPOptions configures an MCPHandler. The zero value is ready to use.
+type MCPOptions struct {
+	// Path is the MCP endpoint (default "/mcp").
+	Path string
+	// AllowedOrigins lists browser origins allowed besides loopback ones ("*" allows any).
+	// They also get CORS headers and pre-flight answers.
+	AllowedOrigins []string
+	// AllowedHosts lists Host names accepted besides loopback ones ("*" accepts any): set it
+	// when serving on a non-loopback address.
+	AllowedHosts []string
+	// Authenticator, when set, authenticates every request before anything else is read.
+	Authenticator Authenticator
+	// ProtectedResource, when set, is served at /.well-known/oauth-protected-resource
+	// (RFC 9728) and named in the WWW-Authenticate header of 401 answers.
+	ProtectedResource *ProtectedResourceMetadata
+	// MaxBody is the largest request body accepted (default 16 MiB); larger ones get 413.
+	MaxBody int64
+	// MaxSessions bounds the initialize-generation sessions (default 1,000).
+	MaxSessions int
+	// SessionIdle is how long an unused session lives (default 10 minutes).
+	SessionIdle time.Duration
+	// KeepAlive is the interval of SSE comment lines on long streams (default 15 s).
+	KeepAlive time.Duration
+	// Logger logs refusals and failures (default: the runtime's, on stderr).
+	Logger *zap.Logger
+	// Runtime options for the dispatchers (limits, drain timeout).
+	Runtime []runtime.Option
+}
+
+// ProtectedResourceMetadata is the OAuth 2.0 protected resource metadata of RFC 9728.
+type ProtectedResourceMetadata struct {
+	Resource             string   `json:"resource"`
+	AuthorizationServers []string `json:"authorization_servers,omitempty"`
+	ScopesSupported      []string `json:"scopes_supported,omitempty"`
+}
+
+const wellKnownResource = "/.well-known/oauth-protected-resource"
+
+// MCPHandler serves an MCP server over Streamable HTTP, both generations, on one endpoint.
+type MCPHandler struct {
+	s        *mcp.Server
+	rt       *runtime.Server
+	opts     MCPOptions
+	log      *zap.Logger
+	sessions sessionTable
+
+	base     context.Context // cancelled by Close: every dispatcher drains
+	stop     context.CancelFunc
+	janitor  sync.WaitGroup
+	closeOne sync.Once
+}
+
+// NewMCPHandler returns a handler for s. Call Close to end its sessions and its janitor.
+func NewMCPHandler(s *mcp.Server, opts *MCPOptions) *MCPHandler {
+	h := &MCPHandler{s: s}
+	if opts != nil {
+		h.opts = *opts
+	}
+	o := &h.opts
+	if o.Path == "" {
+		o.Path = "/mcp"
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 16 << 20
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 1000
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = 10 * time.Minute
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 15 * time.Second
+	}
+	h.log = o.Logger
+	if h.log == nil {
+		h.log = runtime.DefaultLogger()
+	}
+	h.rt = s.Runtime(append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
+	h.sessions = sessionTable{max: o.MaxSessions, byID: map[string]*legacySession{}}
+	h.base, h.stop = context.WithCancel(context.Background())
+	h.janitor.Add(1)
+	go h.expireSessions()
+	return h
+}
+
+// Close ends every session (their dispatchers drain) and stops the janitor. Streams still
+// open are told the server is going away through their requests' Draining channel.
+func (h *MCPHandler) Close() error {
+	h.closeOne.Do(func() {
+		h.stop()
+		h.janitor.Wait()
+		for _, s := range h.sessions.all() {
+			s.close()
+			<-s.done
+		}
+	})
+	return nil
+}
+
+// Sessions reports how many initialize-generation sessions are open.
+func (h *MCPHandler) Sessions() int { return h.sessions.len() }
+
+func (h *MCPHandler) expireSessions() {
+	defer h.janitor.Done()
+	tick := time.NewTicker(max(h.opts.SessionIdle/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.base.Done():
+			return
+		case <-tick.C:
+			h.sessions.expire(h.opts.SessionIdle)
+		}
+	}
+}
+
+func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == wellKnownResource && h.opts.ProtectedResource != nil {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(h.opts.ProtectedResource)
+		return
+	}
+	if r.URL.Path != h.opts.Path {
+		http.NotFound(w, r)
+		return
+	}
+	if !hostAllowed(r.Host, h.opts.AllowedHosts) {
+		h.refuse(w, http.StatusForbidden, "Forbidden: this server answers only to a loopback Host (DNS rebinding protection)")
+		return
+	}
+	origin := r.Header.Get("Origin")
+	if !originAllowed(origin, h.opts.AllowedOrigins) {
+		h.refuse(w, http.StatusForbidden, "Forbidden: Origin "+origin+" is not allowed")
+		return
+	}
+	if origin != "" {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+		w.Header().Add("Vary", "Origin")
+	}
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodOptions:
+		w.Header().Set("Access-Control-Allow-Methods", "POST, DELETE, OPTIONS")
+		w.Header().Set("Access-Control-Allow-Headers",
+			"Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID")
+		w.Header().Set("Access-Control-Max-Age", "600")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodDelete:
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			if !h.authenticate(w, r) {
+				return
+			}
+			if s := h.sessions.remove(sid); s != nil {
+				s.close()
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
+			return
+		}
+		fallthrough
+	default:
+		w.Header().Set("Allow", "POST, DELETE, OPTIONS")
+		h.refuse(w, http.StatusMethodNotAllowed, "Method not allowed: send JSON-RPC messages with POST")
+		return
+	}
+	if !h.authenticate(w, r) {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.refuse(w, http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("Payload too large: the body exceeds %d bytes; send a smaller message", h.opts.MaxBody))
+			return
+		}
+		h.refuse(w, http.StatusBadRequest, "Bad request: the body could not be read")
+		return
+	}
+	if jsonrpc.IsBatch(body) {
+		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: batches are not allowed; POST one message per request"))
+		return
+	}
+	msg, err := jsonrpc.Decode(body)
+	if err != nil {
+		var de *jsonrpc.DecodeError
+		errors.As(err, &de)
+		writeJSONError(w, http.StatusBadRequest, msg.ID, de.AsError())
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	pv := r.Header.Get("MCP-Protocol-Version")
+	modernMeta := jsonrpc.Field(jsonrpc.Field(msg.Params, "_meta"), mcp.MetaProtocolVersion) != nil
+	switch {
+	case sid != "":
+		s := h.sessions.get(sid)
+		if s == nil {
+			writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"Invalid request: the session has ended or never existed; initialize again without Mcp-Session-Id"))
+			return
+		}
+		if pv != "" && !slices.Contains(mcp.LegacyVersions, pv) {
+			writeJSONError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+				"Invalid request: unsupported MCP-Protocol-Version "+pv))
+			return
+		}
+		h.legacy(w, r, s, body, msg)
+	case msg.Method == "initialize" && !modernMeta:
+		h.initialize(w, r, body, msg)
+	case pv == "" && !modernMeta, pv != "" && slices.Contains(mcp.LegacyVersions, pv):
+		writeJSONError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: no session; send initialize first, or send a 2026-07-28 request with its _meta and MCP-Protocol-Version"))
+	default:
+		h.modern(w, r, body, msg)
+	}
+}
+
+func (h *MCPHandler) authenticate(w http.ResponseWriter, r *http.Request) bool {
+	if h.opts.Authenticator == nil {
+		return true
+	}
+	p, err := h.opts.Authenticator(r)
+	if err != nil {
+		challenge := `Bearer error="invalid_token", error_description="` + strings.ReplaceAll(err.Error(), `"`, "'") + `"`
+		if h.opts.ProtectedResource != nil {
+			challenge += `, resource_metadata="` + resourceMetadataURL(r) + `"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		h.refuse(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
+		return false
+	}
+	*r = *r.WithContext(withPrincipal(r.Context(), p))
+	return true
+}
+
+func resourceMetadataURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + wellKnownResource
+}
+
+// refuse answers before dispatch with an id-less JSON-RPC error body.
+func (h *MCPHandler) refuse(w http.ResponseWriter, status int, message string) {
+	h.log.Info("refused an HTTP request", zap.Int("status", status), zap.String("reason", message))
+	writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, message))
+}
+
+func writeJSONError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(jsonrpc.AppendError(nil, id, e))
+}
+
+// modern serves one 2026-07-28 message in a dispatcher of its own.
+func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte, msg jsonrpc.Message) {
+	switch msg.Kind {
+	case jsonrpc.KindNotification:
+		w.WriteHeader(http.StatusAccepted) // accepted and ignored: cancellation is closing the stream
+		return
+	case jsonrpc.KindResponse:
+		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: a 2026-07-28 client never sends a response"))
+		return
+	}
+	if e := checkMirroredHeaders(r, msg); e != nil {
+		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	in := make(chan runtime.Inbound, 2)
+	out := make(chan runtime.Outbound, 16)
+	ctx := withPrincipal(h.base, runtime.PrincipalFrom(r.Context()))
+	go h.rt.ServeOutbound(ctx, in, out)
+	in <- runtime.Inbound{Frame: body}
+	frames := make(chan runtime.Outbound, 16)
+	go func() { // owned by this handler: it ends when out closes, which closing in brings about
+		defer close(frames)
+		for o := range out {
+			frames <- o
+		}
+	}()
+	finished := h.stream(w, r, frames)
+	if !finished {
+		// The client closed the stream: that is cancellation (DIGEST A8).
+		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the HTTP stream closed"}}`, msg.ID)
+		in <- runtime.Inbound{Frame: []byte(cancel)}
+	}
+	close(in)
+	for range frames {
+	}
+}
+
+// checkMirroredHeaders validates the headers that mirror the body (DIGEST A13): 400 and
+// -32020 on any mismatch. It runs only when the body carries the modern _meta; without it,
+// the dispatcher answers the missing _meta (-32602) first.
+func checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) *jsonrpc.Error {
+	meta := jsonrpc.Field(msg.Params, "_meta")
+	var version string
+	if json.Unmarshal(jsonrpc.Field(meta, mcp.MetaProtocolVersion), &version) != nil {
+		return nil
+	}
+	mismatch := func(what string) *jsonrpc.Error {
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Header mismatch: " + what}
+	}
+	if pv := r.Header.Get("MCP-Protocol-Version"); pv != version {
+		return mismatch(fmt.Sprintf("MCP-Protocol-Version is %q but _meta says %q", pv, version))
+	}
+	if m := r.Header.Get("Mcp-Method"); m != msg.Method {
+		return mismatch(fmt.Sprintf("Mcp-Method is %q but the body's method is %q", m, msg.Method))
+	}
+	var nameField string
+	switch msg.Method {
+	case "tools/call", "prompts/get":
+		nameField = "name"
+	case "resources/read":
+		nameField = "uri"
+	default:
+		return nil
+	}
+	var want string
+	json.Unmarshal(jsonrpc.Field(msg.Params, nameField), &want)
+	got, ok := decodeHeaderValue(r.Header.Get("Mcp-Name"))
+	if !ok || got != want {
+		return mismatch(fmt.Sprintf("Mcp-Name must equal params.%s", nameField))
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the =?base64?…?= form of mirrored header values.
+func decodeHeaderValue(v string) (string, bool) {
+	inner, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, v != ""
+	}
+	inner, ok = strings.CutSuffix(inner, "?=")
+	if !ok {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(inner)
+	return string(b), err == nil
+}
+
+// stream writes a request's frames to the client: one JSON object if the final answer comes
+// first, or an SSE stream from the first frame before it (when the client accepts SSE). It
+// reports whether the request finished; false means the client went away first.
+func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-chan runtime.Outbound) bool {
+	sseOK := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	var sse *sseWriter
+	var keepAlive <-chan time.Time
+	for {
+		select {
+		case <-r.Context().Done():
+			return false
+		case <-keepAlive:
+			if sse.comment("keep-alive") != nil {
+				return false
+			}
+		case o, ok := <-frames:
+			if !ok {
+				return true
+			}
+			if !o.Final {
+				if !sseOK {
+					continue // a JSON-only client cannot receive notifications
+				}
+				if sse == nil {
+					sse = startSSE(w)
+					t := time.NewTicker(h.opts.KeepAlive)
+					defer t.Stop()
+					keepAlive = t.C
+				}
+				if sse.event(o.Frame) != nil {
+					return false
+				}
+				continue
+			}
+			if sse != nil {
+				sse.event(o.Frame)
+				return true
+			}
+			w.Header().Set("Content-Type", "application/json")
+			status, retry := statusOf(o.Frame)
+			if retry {
+				w.Header().Set("Retry-After", "1")
+			}
+			w.WriteHeader(status)
+			w.Write(o.Frame)
+			return true
+		}
+	}
+}
+
+// statusOf maps an answer to its HTTP status (DIGEST A13 and §F3: the unlisted JSON-RPC
+// errors are 400, an internal error 500, a busy server 503).
+func statusOf(frame []byte) (status int, retry bool) {
+	raw := jsonrpc.Field(frame, "error")
+	if raw == nil {
+		return http.StatusOK, false
+	}
+	code, _ := strconv.ParseInt(string(jsonrpc.Field(raw, "code")), 10, 64)
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams,
+		mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapability, mcp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest, false
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound, false
+	case jsonrpc.CodeInternalError:
+		return http.StatusInternalServerError, false
+	case mcp.CodeServerBusy:
+		return http.StatusServiceUnavailable, true
+	}
+	return http.StatusOK, false
+}
+
+// initialize opens an initialize-generation session.
+func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []byte, msg jsonrpc.Message) {
+	if msg.Kind != jsonrpc.KindRequest {
+		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: initialize is a request"))
+		return
+	}
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt)
+	if !h.sessions.add(s) {
+		s.close()
+		w.Header().Set("Retry-After", "5")
+		h.refuse(w, http.StatusServiceUnavailable, "Service unavailable: every session is busy; retry later")
+		return
+	}
+	w.Header().Set("Mcp-Session-Id", s.id)
+	if ok := h.legacy(w, r, s, body, msg); !ok {
+		h.sessions.remove(s.id)
+		s.close()
+	}
+}
+
+// legacy serves one message of a session. It reports whether a request succeeded.
+func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *legacySession, body []byte, msg jsonrpc.Message) bool {
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	defer s.touch()
+	s.touch()
+	var id []byte
+	if msg.Kind == jsonrpc.KindRequest {
+		id = msg.ID
+	}
+	frames, ok := s.post(body, id)
+	if !ok {
+		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid request: the session has ended; initialize again"))
+		return false
+	}
+	if id == nil {
+		w.WriteHeader(http.StatusAccepted) // a notification, or the client's answer to our request
+		return true
+	}
+	var final []byte
+	tee := make(chan runtime.Outbound, 1)
+	go func() { // owned by this handler: ends when frames closes
+		defer close(tee)
+		for o := range frames {
+			if o.Final {
+				final = o.Frame
+			}
+			tee <- o
+		}
+	}()
+	if !h.stream(w, r, tee) {
+		// In this generation a disconnect is not a cancellation: the request runs on.
+		s.forget(id, tee)
+		for range tee {
+		}
+		return false
+	}
+	for range tee {
+	}
+	return final != nil && jsonrpc.Field(final, "error") == nil
+}

@@ -1,0 +1,86 @@
+package httpx
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/relayrt/relay/runtime"
+)
+
+// Authenticator decides who a request is from. It returns the principal, or an error to
+// refuse the request with 401. It runs before the body is read.
+type Authenticator func(r *http.Request) (*runtime.Principal, error)
+
+// BearerTokens returns an Authenticator that accepts the given tokens (token → principal id)
+// in an Authorization: Bearer header.
+func BearerTokens(tokens map[string]string) Authenticator {
+	return func(r *http.Request) (*runtime.Principal, error) {
+		h := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return nil, errNoCredentials
+		}
+		id, ok := tokens[strings.TrimSpace(tok)]
+		if !ok {
+			return nil, errBadCredentials
+		}
+		return &runtime.Principal{ID: id}, nil
+	}
+}
+
+type authError string
+
+func (e authError) Error() string { return string(e) }
+
+const (
+	errNoCredentials  = authError("no bearer token; send Authorization: Bearer <token>")
+	errBadCredentials = authError("the bearer token is not valid")
+)
+
+// originAllowed: no Origin (a non-browser client) or a loopback origin on any port is always
+// allowed; any other origin only when listed.
+func originAllowed(origin string, allowed []string) bool {
+	if origin == "" {
+		return true
+	}
+	if slices.Contains(allowed, origin) || slices.Contains(allowed, "*") {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	return isLoopbackHost(u.Hostname())
+}
+
+// hostAllowed protects loopback servers from DNS rebinding: the Host header must name a
+// loopback address (any port) or a host listed in allowed.
+func hostAllowed(host string, allowed []string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	return isLoopbackHost(name) || slices.Contains(allowed, name) || slices.Contains(allowed, "*")
+}
+
+func isLoopbackHost(name string) bool {
+	name = strings.Trim(name, "[]")
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p *runtime.Principal) context.Context {
+	if p == nil {
+		return ctx
+	}
+	return runtime.WithPrincipal(ctx, p)
+}

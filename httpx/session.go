@@ -1,0 +1,232 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayrt/relay/runtime"
+)
+
+// legacySession is one initialize-generation session: a long-lived dispatcher and the actor
+// that feeds it frames from POSTs and routes its output back to the POST each frame belongs
+// to. The actor is the only sender on (and closer of) the dispatcher's input.
+type legacySession struct {
+	id       string
+	mailbox  chan sessionMsg
+	quit     chan struct{}
+	quitOnce sync.Once
+	done     chan struct{} // closed when the dispatcher and the actor have both stopped
+
+	lastUsed atomic.Int64 // unix nanoseconds
+	active   atomic.Int32 // POSTs in progress
+}
+
+// sessionMsg is a POST handing the session a frame; when id is not nil, the frames that
+// belong to that request are sent to out, and the actor confirms on ack before forwarding.
+type sessionMsg struct {
+	frame []byte
+	id    []byte
+	out   chan runtime.Outbound
+	ack   chan struct{}
+	drop  bool // forget the waiter for id (its client went away)
+}
+
+func newSessionID() string {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		panic("httpx: no randomness for a session id: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func startSession(ctx context.Context, rt *runtime.Server) *legacySession {
+	s := &legacySession{
+		id:      newSessionID(),
+		mailbox: make(chan sessionMsg),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	s.touch()
+	in := make(chan runtime.Inbound, 16)
+	out := make(chan runtime.Outbound, 64)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		rt.ServeOutbound(ctx, in, out)
+	}()
+	go func() {
+		defer close(s.done)
+		s.run(in, out)
+		<-served
+	}()
+	return s
+}
+
+func (s *legacySession) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+
+// run is the session actor.
+func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
+	waiters := map[string]chan runtime.Outbound{}
+	var queue [][]byte
+	quit := s.quit
+	for {
+		var send chan<- runtime.Inbound
+		var next runtime.Inbound
+		if len(queue) > 0 && in != nil {
+			send, next = in, runtime.Inbound{Frame: queue[0]}
+		}
+		select {
+		case send <- next:
+			queue = queue[1:]
+		case m := <-s.mailbox:
+			if m.drop {
+				delete(waiters, string(m.id))
+				continue
+			}
+			if m.id != nil {
+				waiters[string(m.id)] = m.out
+			}
+			if in != nil {
+				queue = append(queue, m.frame)
+			}
+			close(m.ack)
+		case <-quit:
+			quit = nil
+			close(in) // EOF: the dispatcher drains; output still flows until it stops
+			in = nil
+			queue = nil
+		case o, ok := <-out:
+			if !ok {
+				for _, w := range waiters {
+					close(w)
+				}
+				return
+			}
+			w := waiters[string(o.Request)]
+			if w == nil {
+				continue // a session notification, or the client of this request went away
+			}
+			w <- o
+			if o.Final {
+				delete(waiters, string(o.Request))
+				close(w)
+			}
+		}
+	}
+}
+
+// post hands a frame to the session. It returns the channel of the request's frames when id
+// is not nil, and false if the session has closed.
+func (s *legacySession) post(frame, id []byte) (<-chan runtime.Outbound, bool) {
+	m := sessionMsg{frame: frame, id: id, ack: make(chan struct{})}
+	if id != nil {
+		m.out = make(chan runtime.Outbound, 64)
+	}
+	select {
+	case s.mailbox <- m:
+	case <-s.done:
+		return nil, false
+	}
+	<-m.ack
+	return m.out, true
+}
+
+// forget drops the waiter of a request whose client went away (in this generation a
+// disconnect is not a cancellation: the request goes on, its output is discarded).
+// It keeps draining the request's channel meanwhile, so the actor is never stuck on it.
+func (s *legacySession) forget(id []byte, frames <-chan runtime.Outbound) {
+	for {
+		select {
+		case s.mailbox <- sessionMsg{id: id, drop: true}:
+			return
+		case _, ok := <-frames:
+			if !ok {
+				return
+			}
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// close ends the session; it returns at once, and done closes when it has drained.
+func (s *legacySession) close() { s.quitOnce.Do(func() { close(s.quit) }) }
+
+// sessionTable holds the live sessions, bounded: when it is full, the least recently used
+// idle session is evicted to make room.
+type sessionTable struct {
+	mu   sync.Mutex
+	max  int
+	byID map[string]*legacySession
+}
+
+func (t *sessionTable) get(id string) *legacySession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// add inserts s, evicting the least recently used idle session if the table is full. It
+// returns false when the table is full of busy sessions.
+func (t *sessionTable) add(s *legacySession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.byID) >= t.max {
+		var lru *legacySession
+		for _, c := range t.byID {
+			if c.active.Load() == 0 && (lru == nil || c.lastUsed.Load() < lru.lastUsed.Load()) {
+				lru = c
+			}
+		}
+		if lru == nil {
+			return false
+		}
+		delete(t.byID, lru.id)
+		lru.close()
+	}
+	t.byID[s.id] = s
+	return true
+}
+
+func (t *sessionTable) remove(id string) *legacySession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.byID[id]
+	delete(t.byID, id)
+	return s
+}
+
+// expire closes the sessions idle for longer than idle.
+func (t *sessionTable) expire(idle time.Duration) {
+	cutoff := time.Now().Add(-idle).UnixNano()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, s := range t.byID {
+		if s.active.Load() == 0 && s.lastUsed.Load() < cutoff {
+			delete(t.byID, id)
+			s.close()
+		}
+	}
+}
+
+// all removes and returns every session.
+func (t *sessionTable) all() []*legacySession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*legacySession, 0, len(t.byID))
+	for id, s := range t.byID {
+		out = append(out, s)
+		delete(t.byID, id)
+	}
+	return out
+}
+
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
