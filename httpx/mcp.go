@@ -292,7 +292,7 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 			"Invalid request: a 2026-07-28 client never sends a response"))
 		return
 	}
-	if e := checkMirroredHeaders(r, msg); e != nil {
+	if e := h.checkMirroredHeaders(r, msg); e != nil {
 		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
@@ -322,7 +322,7 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 // checkMirroredHeaders validates the headers that mirror the body (DIGEST A13): 400 and
 // -32020 on any mismatch. It runs only when the body carries the modern _meta; without it,
 // the dispatcher answers the missing _meta (-32602) first.
-func checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) *jsonrpc.Error {
+func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) *jsonrpc.Error {
 	meta := jsonrpc.Field(msg.Params, "_meta")
 	var version string
 	if json.Unmarshal(jsonrpc.Field(meta, mcp.MetaProtocolVersion), &version) != nil {
@@ -352,7 +352,54 @@ func checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) *jsonrpc.Error {
 	if !ok || got != want {
 		return mismatch(fmt.Sprintf("Mcp-Name must equal params.%s", nameField))
 	}
+	if msg.Method != "tools/call" {
+		return nil
+	}
+	args := jsonrpc.Field(msg.Params, "arguments")
+	for _, p := range h.s.ToolHeaderParams(want) {
+		value := args
+		for _, key := range p.Path {
+			value = jsonrpc.Field(value, key)
+		}
+		header, present := r.Header["Mcp-Param-"+http.CanonicalHeaderKey(p.Header)]
+		if value == nil || string(value) == "null" {
+			if present {
+				return mismatch("Mcp-Param-" + p.Header + " is sent but the argument is absent")
+			}
+			continue
+		}
+		if !present || len(header) != 1 {
+			return mismatch("Mcp-Param-" + p.Header + " must mirror the argument " + strings.Join(p.Path, "."))
+		}
+		if !headerMatches(p.Type, header[0], value) {
+			return mismatch("Mcp-Param-" + p.Header + " differs from the argument " + strings.Join(p.Path, "."))
+		}
+	}
 	return nil
+}
+
+// headerMatches compares a mirrored header with the argument's JSON value: strings after
+// decoding the base64 form, integers numerically, booleans as true or false.
+func headerMatches(typ, header string, value json.RawMessage) bool {
+	decoded, ok := decodeHeaderValue(header)
+	if !ok {
+		return false
+	}
+	switch typ {
+	case "string":
+		var s string
+		return json.Unmarshal(value, &s) == nil && s == decoded
+	case "integer":
+		var want, got float64
+		if json.Unmarshal(value, &want) != nil {
+			return false
+		}
+		got, err := strconv.ParseFloat(decoded, 64)
+		return err == nil && got == want
+	case "boolean":
+		return decoded == string(value)
+	}
+	return false
 }
 
 // decodeHeaderValue undoes the =?base64?…?= form of mirrored header values.

@@ -105,3 +105,29 @@ func FuzzFlatArgs(f *testing.F) {
 		agree(t, flat, full, args)
 	})
 }
+
+func TestHeaderParams_DIGEST_A13_Constraints(t *testing.T) {
+	schema := func(props string) *jsonschema.Schema {
+		var s jsonschema.Schema
+		if err := json.Unmarshal([]byte(`{"type":"object","properties":`+props+`}`), &s); err != nil {
+			t.Fatal(err)
+		}
+		return &s
+	}
+	got, err := headerParams("t", schema(`{"region":{"type":"string","x-mcp-header":"Region"},
+		"opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry-Run"}}},
+		"n":{"type":"integer","x-mcp-header":"Count"}}`))
+	if err != nil || len(got) != 3 || got[1].Header != "Dry-Run" || len(got[1].Path) != 2 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for rule, props := range map[string]string{
+		"names are unique regardless of case": `{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}`,
+		"only string, integer or boolean":     `{"a":{"type":"number","x-mcp-header":"N"}}`,
+		"the name is an HTTP token":           `{"a":{"type":"string","x-mcp-header":"bad name"}}`,
+		"the name is not empty":               `{"a":{"type":"string","x-mcp-header":""}}`,
+	} {
+		if _, err := headerParams("t", schema(props)); err == nil {
+			t.Errorf("%s: accepted %s", rule, props)
+		}
+	}
+}

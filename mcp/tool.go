@@ -82,11 +82,12 @@ type CallToolRequest struct {
 type ToolHandler[In any] func(ctx context.Context, req *CallToolRequest, in In) (*CallToolResult, error)
 
 type tool struct {
-	def    *Tool
-	raw    json.RawMessage // the definition, encoded once
-	input  *jsonschema.Resolved
-	output *jsonschema.Resolved
-	call   func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
+	def     *Tool
+	headers []HeaderParam
+	raw     json.RawMessage // the definition, encoded once
+	input   *jsonschema.Resolved
+	output  *jsonschema.Resolved
+	call    func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
 }
 
 // AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is
@@ -104,7 +105,11 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 		def.InputSchema = schema
 		flat = flatSchema(schema)
 	}
-	tl := &tool{def: &def, input: mustResolve(t.Name, "input", def.InputSchema)}
+	headers, err := headerParams(t.Name, def.InputSchema)
+	if err != nil {
+		panic("mcp: " + err.Error())
+	}
+	tl := &tool{def: &def, headers: headers, input: mustResolve(t.Name, "input", def.InputSchema)}
 	if def.OutputSchema != nil {
 		tl.output = mustResolve(t.Name, "output", def.OutputSchema)
 	}

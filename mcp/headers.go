@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// HeaderParam is a tool argument that a 2026-07-28 client mirrors into an HTTP header: a
+// property of the tool's input schema that carries "x-mcp-header": Name is sent as
+// Mcp-Param-Name, so that gateways can route on it without reading the body.
+type HeaderParam struct {
+	Header string   // the Name in Mcp-Param-Name
+	Path   []string // property names from the arguments object down to the value
+	Type   string   // "string", "integer" or "boolean"
+}
+
+// ToolHeaderParams returns the mirrored arguments of a tool (nil for an unknown tool).
+func (s *Server) ToolHeaderParams(tool string) []HeaderParam {
+	if t := s.reg.Load().tools[tool]; t != nil {
+		return t.headers
+	}
+	return nil
+}
+
+// headerParams collects and checks the x-mcp-header properties of a schema: reachable from
+// the root through properties only, on string, integer or boolean properties, names that
+// are HTTP tokens and unique regardless of case.
+func headerParams(tool string, schema *jsonschema.Schema) ([]HeaderParam, error) {
+	var out []HeaderParam
+	seen := map[string]bool{}
+	var walk func(s *jsonschema.Schema, path []string) error
+	walk = func(s *jsonschema.Schema, path []string) error {
+		for _, name := range sortedKeys(s.Properties) {
+			p := s.Properties[name]
+			at := append(append([]string(nil), path...), name)
+			if h, ok := p.Extra["x-mcp-header"]; ok {
+				header, _ := h.(string)
+				switch {
+				case !isToken(header):
+					return fmt.Errorf("tool %q: x-mcp-header of %s must be a non-empty HTTP token", tool, strings.Join(at, "."))
+				case seen[strings.ToLower(header)]:
+					return fmt.Errorf("tool %q: x-mcp-header %q is used twice", tool, header)
+				case p.Type != "string" && p.Type != "integer" && p.Type != "boolean":
+					return fmt.Errorf("tool %q: x-mcp-header %q is on a %q property; only string, integer and boolean are allowed", tool, header, p.Type)
+				}
+				seen[strings.ToLower(header)] = true
+				out = append(out, HeaderParam{Header: header, Path: at, Type: p.Type})
+			}
+			if err := walk(p, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(schema, nil)
+}
+
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c > 0x7e || c <= 0x20 || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
+			return false
+		}
+	}
+	return true
+}
