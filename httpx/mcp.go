@@ -48,6 +48,11 @@ type MCPOptions struct {
 	Logger *zap.Logger
 	// Runtime options for the dispatchers (limits, drain timeout).
 	Runtime []runtime.Option
+	// Instance names this server among several behind a load balancer (letters and digits).
+	// Its session ids then start with "<Instance>." so that the balancer can send a session's
+	// requests to the instance that holds it, and every answer carries a Relay-Instance
+	// header. See examples/deploy.
+	Instance string
 }
 
 // ProtectedResourceMetadata is the OAuth 2.0 protected resource metadata of RFC 9728.
@@ -157,9 +162,12 @@ func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusForbidden, "Forbidden: Origin "+origin+" is not allowed")
 		return
 	}
+	if h.opts.Instance != "" {
+		w.Header().Set("Relay-Instance", h.opts.Instance)
+	}
 	if origin != "" {
 		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Relay-Instance")
 		w.Header().Add("Vary", "Origin")
 	}
 	switch r.Method {
@@ -494,7 +502,7 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: initialize is a request"))
 		return
 	}
-	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt)
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt, h.opts.Instance)
 	if !h.sessions.add(s) {
 		s.close()
 		w.Header().Set("Retry-After", "5")

@@ -35,17 +35,22 @@ type sessionMsg struct {
 	drop  bool // forget the waiter for id (its client went away)
 }
 
-func newSessionID() string {
+// newSessionID returns 192 random bits, URL-safe, after the instance prefix if any.
+func newSessionID(instance string) string {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		panic("httpx: no randomness for a session id: " + err.Error())
 	}
-	return base64.RawURLEncoding.EncodeToString(b)
+	id := base64.RawURLEncoding.EncodeToString(b)
+	if instance != "" {
+		id = instance + "." + id
+	}
+	return id
 }
 
-func startSession(ctx context.Context, rt *runtime.Server) *legacySession {
+func startSession(ctx context.Context, rt *runtime.Server, instance string) *legacySession {
 	s := &legacySession{
-		id:      newSessionID(),
+		id:      newSessionID(instance),
 		mailbox: make(chan sessionMsg),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),

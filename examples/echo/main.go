@@ -55,11 +55,12 @@ func main() {
 		})
 
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
+	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	flag.Parse()
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
-		h := httpx.NewMCPHandler(s, nil)
+		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance})
 		defer h.Close()
 		if err := httpx.ListenAndServe(ctx, *addr, h, nil); err != nil {
 			fmt.Fprintln(os.Stderr, "echo:", err)

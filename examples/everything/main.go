@@ -68,6 +68,7 @@ func main() {
 	every := flag.Duration("watch", 2*time.Second,
 		"how often test://watched-resource changes and subscribers are told (0: never)")
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
+	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	flag.Parse()
 
 	s := newServer()
@@ -77,7 +78,7 @@ func main() {
 
 	var err error
 	if *addr != "" {
-		err = serveHTTP(s, *addr)
+		err = serveHTTP(s, *addr, *instance)
 	} else {
 		err = stdio.ServeStdio(context.Background(), s.Runtime())
 	}
@@ -90,10 +91,10 @@ func main() {
 }
 
 // serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
-func serveHTTP(s *mcp.Server, addr string) error {
+func serveHTTP(s *mcp.Server, addr, instance string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	h := httpx.NewMCPHandler(s, nil)
+	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: instance})
 	defer h.Close()
 	fmt.Fprintf(os.Stderr, "everything: serving MCP on http://%s/mcp\n", addr)
 	return httpx.ListenAndServe(ctx, addr, h, nil)
