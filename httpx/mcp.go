@@ -179,6 +179,14 @@ func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return
+	case http.MethodGet:
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			h.standalone(w, r, sid)
+			return
+		}
+		w.Header().Set("Allow", "POST, DELETE, OPTIONS")
+		h.refuse(w, http.StatusMethodNotAllowed, "Method not allowed: there is no GET stream without a session (2026-07-28 has none at all)")
+		return
 	case http.MethodDelete:
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 			if !h.authenticate(w, r) {
@@ -494,6 +502,54 @@ func statusOf(frame []byte) (status int, retry bool) {
 		return http.StatusServiceUnavailable, true
 	}
 	return http.StatusOK, false
+}
+
+// standalone serves a legacy session's GET stream: the notifications that belong to no
+// request (list changes, updates of subscribed resources), until the client goes away or the
+// session ends.
+func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid string) {
+	if !h.authenticate(w, r) {
+		return
+	}
+	s := h.sessions.get(sid)
+	if s == nil {
+		h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
+		return
+	}
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		h.refuse(w, http.StatusNotAcceptable, "Not acceptable: the GET stream is text/event-stream")
+		return
+	}
+	frames, ok := s.listen()
+	if !ok {
+		h.refuse(w, http.StatusNotFound, "Not found: the session has ended; initialize again")
+		return
+	}
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	sse := startSSE(w)
+	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			s.unlisten(frames)
+			return
+		case <-keepAlive.C:
+			if sse.comment("keep-alive") != nil {
+				s.unlisten(frames)
+				return
+			}
+		case o, ok := <-frames:
+			if !ok {
+				return
+			}
+			if sse.event(o.Frame) != nil {
+				s.unlisten(frames)
+				return
+			}
+		}
+	}
 }
 
 // initialize opens an initialize-generation session.

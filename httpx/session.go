@@ -33,6 +33,9 @@ type sessionMsg struct {
 	out   chan runtime.Outbound
 	ack   chan struct{}
 	drop  bool // forget the waiter for id (its client went away)
+	// standalone registers out as the session's GET stream, which carries the frames that
+	// belong to no request (list changes, resource updates); drop with standalone forgets it.
+	standalone bool
 }
 
 // newSessionID returns 192 random bits, URL-safe, after the instance prefix if any.
@@ -76,6 +79,7 @@ func (s *legacySession) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 // run is the session actor.
 func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	waiters := map[string]chan runtime.Outbound{}
+	var standalone chan runtime.Outbound
 	var queue [][]byte
 	quit := s.quit
 	for {
@@ -88,7 +92,21 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 		case send <- next:
 			queue = queue[1:]
 		case m := <-s.mailbox:
-			if m.drop {
+			switch {
+			case m.standalone && m.drop:
+				if standalone != nil {
+					close(standalone)
+					standalone = nil
+				}
+				continue
+			case m.standalone:
+				if standalone != nil {
+					close(standalone) // a newer GET stream replaces the old one
+				}
+				standalone = m.out
+				close(m.ack)
+				continue
+			case m.drop:
 				delete(waiters, string(m.id))
 				continue
 			}
@@ -109,7 +127,19 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 				for _, w := range waiters {
 					close(w)
 				}
+				if standalone != nil {
+					close(standalone)
+				}
 				return
+			}
+			if o.Request == nil {
+				if standalone != nil {
+					select {
+					case standalone <- o:
+					default: // the GET stream is behind: a list change is repeated by the next one
+					}
+				}
+				continue
 			}
 			w := waiters[string(o.Request)]
 			if w == nil {
@@ -138,6 +168,35 @@ func (s *legacySession) post(frame, id []byte) (<-chan runtime.Outbound, bool) {
 	}
 	<-m.ack
 	return m.out, true
+}
+
+// listen registers the session's GET stream and returns its channel, or false if the session
+// has closed.
+func (s *legacySession) listen() (<-chan runtime.Outbound, bool) {
+	m := sessionMsg{standalone: true, out: make(chan runtime.Outbound, 64), ack: make(chan struct{})}
+	select {
+	case s.mailbox <- m:
+	case <-s.done:
+		return nil, false
+	}
+	<-m.ack
+	return m.out, true
+}
+
+// unlisten forgets the GET stream whose client went away, draining it meanwhile.
+func (s *legacySession) unlisten(frames <-chan runtime.Outbound) {
+	for {
+		select {
+		case s.mailbox <- sessionMsg{standalone: true, drop: true}:
+			return
+		case _, ok := <-frames:
+			if !ok {
+				return
+			}
+		case <-s.done:
+			return
+		}
+	}
 }
 
 // forget drops the waiter of a request whose client went away (in this generation a

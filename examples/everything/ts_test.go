@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// TestInterop_TypeScriptSDKClientOverStdio runs interop/ts: the official MCP TypeScript SDK
+// TestInterop_TypeScriptSDKClient runs interop/ts: the official MCP TypeScript SDK
 // client (1.32.2, the initialize generation, DIGEST B1/B3) launches this server as a
 // subprocess and exercises the whole fixture over stdio (DIGEST A12). It is skipped when node
 // or npm is not installed, and with -short.
-func TestInterop_TypeScriptSDKClientOverStdio(t *testing.T) {
+func TestInterop_TypeScriptSDKClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the TypeScript interop run builds a binary and starts node")
 	}
@@ -54,5 +56,37 @@ func TestInterop_TypeScriptSDKClientOverStdio(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "RELAY_EVERYTHING_BIN="+bin)
 	cmd.WaitDelay = 10 * time.Second
-	run("node --test", cmd)
+	run("node --test (stdio)", cmd)
+
+	// The same client tests over Streamable HTTP (DIGEST B2): StreamableHTTPClientTransport
+	// with an initialize-generation session, server-to-client requests on the POST's SSE
+	// stream, resource updates on the session's GET stream.
+	addr := freeAddr(t)
+	server := exec.CommandContext(ctx, bin, "-http", addr, "-watch", "100ms")
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		server.Process.Signal(syscall.SIGTERM)
+		if err := server.Wait(); err != nil {
+			t.Errorf("the HTTP server did not shut down cleanly: %v", err)
+		}
+	}()
+	waitListening(t, addr)
+	cmd = exec.CommandContext(ctx, node, "--test")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RELAY_EVERYTHING_URL=http://"+addr+"/mcp")
+	cmd.WaitDelay = 10 * time.Second
+	run("node --test (Streamable HTTP)", cmd)
+}
+
+func waitListening(t *testing.T, addr string) {
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s", addr)
 }

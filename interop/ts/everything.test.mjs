@@ -4,6 +4,7 @@
 // sampling and elicitation, logging/setLevel and resources/subscribe.
 //
 // Run: RELAY_EVERYTHING_BIN=/path/to/everything node --test
+//  or: RELAY_EVERYTHING_URL=http://127.0.0.1:PORT/mcp node --test (a server started with -http)
 // (examples/everything/ts_test.go builds the binary and does this.)
 
 import { describe, test, before, after } from 'node:test';
@@ -11,6 +12,7 @@ import assert from 'node:assert/strict';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -19,6 +21,10 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 
 const BIN = process.env.RELAY_EVERYTHING_BIN;
+// With RELAY_EVERYTHING_URL set (e.g. http://127.0.0.1:8080/mcp), the same tests run over
+// Streamable HTTP (initialize-generation sessions) against a server started with -http.
+const URL_ = process.env.RELAY_EVERYTHING_URL;
+const TRANSPORT = URL_ ? 'Streamable HTTP' : 'stdio';
 
 const FIXTURE_TOOLS = [
   'json_schema_2020_12_tool',
@@ -70,7 +76,7 @@ async function waitFor(cond, ms, what) {
   }
 }
 
-describe('Relay everything server with the TypeScript SDK client (stdio, 2025-11-25)', { timeout: 60_000 }, () => {
+describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 2025-11-25)`, { timeout: 60_000 }, () => {
   let client;
   let transport;
   const logs = [];
@@ -83,7 +89,7 @@ describe('Relay everything server with the TypeScript SDK client (stdio, 2025-11
   let samplingEntered = null;
 
   before(async () => {
-    assert.ok(BIN, 'set RELAY_EVERYTHING_BIN to the path of the built examples/everything binary');
+    assert.ok(BIN || URL_, 'set RELAY_EVERYTHING_BIN (stdio) or RELAY_EVERYTHING_URL (HTTP)');
     client = new Client(
       { name: 'relay-interop-ts', version: '1.0.0' },
       { capabilities: { sampling: {}, elicitation: { form: { applyDefaults: true } } } },
@@ -132,7 +138,9 @@ describe('Relay everything server with the TypeScript SDK client (stdio, 2025-11
       return { action: 'decline' };
     });
 
-    transport = new StdioClientTransport({ command: BIN, args: ['-watch', '100ms'], stderr: 'inherit' });
+    transport = URL_
+      ? new StreamableHTTPClientTransport(new URL(URL_))
+      : new StdioClientTransport({ command: BIN, args: ['-watch', '100ms'], stderr: 'inherit' });
     await client.connect(transport);
   });
 
@@ -148,7 +156,7 @@ describe('Relay everything server with the TypeScript SDK client (stdio, 2025-11
       assert.ok(caps[c], `capability ${c} missing: ${JSON.stringify(caps)}`);
     }
     assert.equal(caps.resources.subscribe, true);
-    assert.equal(transport.pid > 0, true);
+    if (!URL_) assert.equal(transport.pid > 0, true);
   });
 
   test('ping', async () => {
