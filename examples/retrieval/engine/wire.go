@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 )
 
 // This file holds the wire types: Go mirrors of the RCP/1 params and results of retrieve
@@ -74,7 +75,7 @@ type RetrieveParams struct {
 
 // Fusion is retrieve's fusion option.
 type Fusion struct {
-	Method  string             `json:"method,omitempty"` // "rrf" (default); "weighted", "convex" are not implemented
+	Method  string             `json:"method,omitempty"`  // "rrf" (default); "weighted", "convex" are not implemented
 	Weights map[string]float64 `json:"weights,omitempty"` // per-list RRF weights: "dense", "sparse" (default 1)
 	RRFK    *int               `json:"rrfK,omitempty"`    // the RRF constant (default 60)
 	Alpha   *float64           `json:"alpha,omitempty"`   // convex fusion only; ignored
@@ -279,12 +280,10 @@ func (e *Engine) Capabilities() Capabilities {
 		for _, f := range e.cfg.FilterFields {
 			fields[f] = "keyword"
 		}
-		c.Filter = &FilterCapability{Fields: fields, Operators: slicesClone(filterOperators)}
+		c.Filter = &FilterCapability{Fields: fields, Operators: slices.Clone(filterOperators)}
 	}
 	return c
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // cloneJSON deep-copies a decoded JSON value (maps, slices, scalars), so that documents and
 // hits never share mutable metadata with the caller.
@@ -299,7 +298,7 @@ func cloneJSON(v any) any {
 		}
 		return out
 	case []string:
-		return slicesClone(x)
+		return slices.Clone(x)
 	default:
 		return v
 	}
