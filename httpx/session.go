@@ -39,6 +39,9 @@ type sessionMsg struct {
 }
 
 // newSessionID returns 192 random bits, URL-safe, after the instance prefix if any.
+// batchKey is the waiter of a batch's answer, which the dispatcher sends with no request id.
+const batchKey = "\x00batch"
+
 func newSessionID(instance string) string {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
@@ -133,6 +136,12 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 				return
 			}
 			if o.Request == nil {
+				if w := waiters[batchKey]; w != nil && o.Final {
+					w <- o // a batch's answer (one batch at a time per session)
+					delete(waiters, batchKey)
+					close(w)
+					continue
+				}
 				if standalone != nil {
 					select {
 					case standalone <- o:

@@ -101,6 +101,12 @@ func (s *Server) Advertise(capability string, metadata any) {
 	s.caps[capability] = metadata
 }
 
+// Advertises reports whether a capability is advertised.
+func (s *Server) Advertises(capability string) bool {
+	_, ok := s.caps[capability]
+	return ok
+}
+
 // Handle registers the handler of an optional method. It panics for a method RCP/1 does not
 // define (vendor methods are x-<vendor>/<name>), which is a programming error. The method
 // is served only while its gating capability is advertised.
@@ -116,8 +122,16 @@ func (s *Server) Runtime(opts ...runtime.Option) *runtime.Server {
 	return runtime.NewServer(s.Profile(), opts...)
 }
 
-// Profile returns the RCP/1 profile for Relay's runtime.
-func (s *Server) Profile() runtime.Profile {
+// Profile returns the RCP/1 profile for Relay's runtime: one lifecycle per connection.
+func (s *Server) Profile() runtime.Profile { return s.profile(false) }
+
+// StatelessProfile returns the profile for stateless transports (RCP over HTTP without
+// sessions, R §5.2): every connection starts initialised at the advertised capabilities,
+// initialize and info are answered idempotently, and gated methods still need their
+// capability (-32003).
+func (s *Server) StatelessProfile() runtime.Profile { return s.profile(true) }
+
+func (s *Server) profile(stateless bool) runtime.Profile {
 	return runtime.Profile{
 		NullID:       true,
 		Batches:      true,
@@ -141,7 +155,14 @@ func (s *Server) Profile() runtime.Profile {
 				Data:    map[string]any{"retryable": true, "retryAfterMs": retryAfter.Milliseconds()}}
 		},
 		InvalidParams: InvalidParams("params", "params must be a JSON object"),
-		NewSession:    func(*runtime.Peer) runtime.Session { return &session{s: s} },
+		NewSession: func(*runtime.Peer) runtime.Session {
+			ss := &session{s: s, stateless: stateless, logLevel: -1}
+			if stateless {
+				ss.initialized, ss.version = true, ProtocolVersion
+				_, ss.streaming = s.caps["streaming"]
+			}
+			return ss
+		},
 	}
 }
 

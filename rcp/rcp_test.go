@@ -45,13 +45,32 @@ func testServer() *rcp.Server {
 		req.Log("debug", "not shown at info", nil)
 		req.Log("info", "retrieving", nil)
 		if p.Wait {
+			notify(waitStarted)
 			<-ctx.Done()
+			select {
+			case waitEnded <- ctx.Err():
+			default:
+			}
 			return nil, ctx.Err()
 		}
 		return map[string]any{"hits": []any{}}, nil
 	})
 	s.Handle("index/add", func(ctx context.Context, req *rcp.Request) (any, error) { return map[string]any{}, nil })
 	return s
+}
+
+// waitStarted and waitEnded let a test see a waiting retrieve start, and end with its
+// context's error: context.Canceled when cancelled, DeadlineExceeded at its deadline.
+var (
+	waitStarted = make(chan struct{}, 16)
+	waitEnded   = make(chan error, 16)
+)
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // exchange sends frames to a fresh connection, closes the input, and returns every frame the

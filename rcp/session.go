@@ -14,6 +14,7 @@ import (
 // session is one connection's lifecycle, driven by the dispatcher's goroutine.
 type session struct {
 	s           *Server
+	stateless   bool // every request stands alone: initialize is answered, never remembered
 	initialized bool
 	version     int
 	streaming   bool // the client accepts progress (and the server advertised streaming)
@@ -64,10 +65,19 @@ func writable(meta any) bool {
 }
 
 func (ss *session) initialize(req *runtime.Request) runtime.Route {
+	if ss.stateless {
+		return ss.negotiate(req, false)
+	}
 	if ss.initialized {
 		return runtime.Route{Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "Invalid request: already initialized; the capabilities are fixed for this connection"}}
 	}
+	return ss.negotiate(req, true)
+}
+
+// negotiate checks initialize's params and answers with the negotiated version; remember
+// makes the result the connection's lifecycle state.
+func (ss *session) negotiate(req *runtime.Request, remember bool) runtime.Route {
 	if req.Params == nil {
 		return runtime.Route{Err: InvalidParams("params", "initialize needs params")}
 	}
@@ -81,8 +91,12 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 			Message: "Version mismatch: no common protocol version; this server speaks 1",
 			Data:    map[string]any{"supported": []int{ProtocolVersion}}}}
 	}
+	version := min(int(v), ProtocolVersion)
+	if !remember {
+		return runtime.Route{Result: ss.s.describe(version)}
+	}
 	ss.initialized = true
-	ss.version = min(int(v), ProtocolVersion)
+	ss.version = version
 	caps := jsonrpc.Field(req.Params, "capabilities")
 	_, serverStreams := ss.s.caps["streaming"]
 	ss.streaming = serverStreams
