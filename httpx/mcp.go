@@ -48,6 +48,8 @@ type MCPOptions struct {
 	Logger *zap.Logger
 	// Runtime options for the dispatchers (limits, drain timeout).
 	Runtime []runtime.Option
+	// Ops, when set, gets the handler's metrics and applies its rate limiter.
+	Ops *Ops
 	// Instance names this server among several behind a load balancer (letters and digits).
 	// Its session ids then start with "<Instance>." so that the balancer can send a session's
 	// requests to the instance that holds it, and every answer carries a Relay-Instance
@@ -143,7 +145,25 @@ func (h *MCPHandler) expireSessions() {
 	}
 }
 
-func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *MCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	ob := h.opts.Ops.begin("mcp")
+	w := &statusWriter{ResponseWriter: rw}
+	defer func() {
+		ob.end(w.status)
+		h.opts.Ops.sessionCount("mcp", h.sessions.len())
+	}()
+	*r = *r.WithContext(context.WithValue(r.Context(), observationKey{}, ob))
+	h.serveHTTP(w, r)
+}
+
+type observationKey struct{}
+
+func observationOf(r *http.Request) *observation {
+	ob, _ := r.Context().Value(observationKey{}).(*observation)
+	return ob
+}
+
+func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == wellKnownResource && h.opts.ProtectedResource != nil {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(h.opts.ProtectedResource)
@@ -209,6 +229,12 @@ func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authenticate(w, r) {
 		return
 	}
+	if wait, ok := h.opts.Ops.allow(r); !ok {
+		w.Header().Set("Retry-After", retryAfterSeconds(wait))
+		writeJSONError(w, http.StatusTooManyRequests, nil, &jsonrpc.Error{Code: mcp.CodeServerBusy,
+			Message: "Rate limited: too many requests from this client; retry after " + retryAfterSeconds(wait) + " s"})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -232,6 +258,7 @@ func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, msg.ID, de.AsError())
 		return
 	}
+	observationOf(r).setMethod(msg.Method)
 	sid := r.Header.Get("Mcp-Session-Id")
 	pv := r.Header.Get("MCP-Protocol-Version")
 	modernMeta := jsonrpc.Field(jsonrpc.Field(msg.Params, "_meta"), mcp.MetaProtocolVersion) != nil
@@ -315,6 +342,9 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 	in := make(chan runtime.Inbound, 2)
 	out := make(chan runtime.Outbound, 16)
 	ctx := withPrincipal(h.base, runtime.PrincipalFrom(r.Context()))
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		ctx = runtime.WithTrace(ctx, runtime.TraceContext{Parent: tp, State: r.Header.Get("tracestate")})
+	}
 	go h.rt.ServeOutbound(ctx, in, out)
 	in <- runtime.Inbound{Frame: body}
 	frames := make(chan runtime.Outbound, 16)
@@ -442,6 +472,7 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 	for {
 		select {
 		case <-r.Context().Done():
+			observationOf(r).cancelled()
 			return false
 		case <-keepAlive:
 			if sse.comment("keep-alive") != nil {
@@ -457,6 +488,8 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 				}
 				if sse == nil {
 					sse = startSSE(w)
+					h.opts.Ops.stream("mcp", 1)
+					defer h.opts.Ops.stream("mcp", -1)
 					t := time.NewTicker(h.opts.KeepAlive)
 					defer t.Stop()
 					keepAlive = t.C
@@ -466,6 +499,7 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 				}
 				continue
 			}
+			observationOf(r).answered(o.Frame)
 			if sse != nil {
 				sse.event(o.Frame)
 				return true

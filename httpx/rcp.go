@@ -40,6 +40,8 @@ type RCPOptions struct {
 	Logger *zap.Logger
 	// Runtime options for the dispatchers.
 	Runtime []runtime.Option
+	// Ops, when set, gets the handler's metrics and applies its rate limiter.
+	Ops *Ops
 }
 
 // RCPHandler serves an RCP/1 server over its HTTP binding (R §5.2): every well-formed
@@ -126,7 +128,18 @@ func (h *RCPHandler) refuse(w http.ResponseWriter, status int, code int64, messa
 	writeJSONError(w, status, jsonrpc.Null, &jsonrpc.Error{Code: code, Message: message})
 }
 
-func (h *RCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *RCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	ob := h.opts.Ops.begin("rcp")
+	w := &statusWriter{ResponseWriter: rw}
+	defer func() {
+		ob.end(w.status)
+		h.opts.Ops.sessionCount("rcp", h.sessions.len())
+	}()
+	*r = *r.WithContext(context.WithValue(r.Context(), observationKey{}, ob))
+	h.serveHTTP(w, r)
+}
+
+func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	method, ok := strings.CutPrefix(r.URL.Path, h.opts.Base)
 	if !ok || (method != "" && !strings.HasPrefix(method, "/")) {
 		h.refuse(w, http.StatusNotFound, jsonrpc.CodeInvalidRequest, "Not found: RCP is served under "+h.opts.Base+"/<method>")
@@ -166,6 +179,17 @@ func (h *RCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))
+	}
+	if wait, ok := h.opts.Ops.allow(r); !ok {
+		w.Header().Set("Retry-After", retryAfterSeconds(wait))
+		h.refuse(w, http.StatusTooManyRequests, rcp.CodeRateLimited,
+			"Rate limited: too many requests from this client; retry after "+retryAfterSeconds(wait)+" s")
+		return
+	}
+	if method == "" {
+		observationOf(r).setMethod("batch")
+	} else {
+		observationOf(r).setMethod(method)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
 	if err != nil {
@@ -290,7 +314,11 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 	} else {
 		in := make(chan runtime.Inbound, 2)
 		out := make(chan runtime.Outbound, 16)
-		go h.rt.ServeOutbound(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), in, out)
+		ctx := withPrincipal(h.base, runtime.PrincipalFrom(r.Context()))
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			ctx = runtime.WithTrace(ctx, runtime.TraceContext{Parent: tp, State: r.Header.Get("tracestate")})
+		}
+		go h.rt.ServeOutbound(ctx, in, out)
 		in <- runtime.Inbound{Frame: frame}
 		if id == nil {
 			close(in) // a notification or a batch: input ends here, the dispatcher drains
@@ -316,6 +344,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 	for {
 		select {
 		case <-r.Context().Done():
+			observationOf(r).cancelled()
 			if id != nil || sess != nil {
 				cancel() // closing the response stream cancels the request
 			}
@@ -329,11 +358,14 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 				if sseOK && o.Request != nil {
 					if sse == nil {
 						sse = startSSE(w)
+						h.opts.Ops.stream("rcp", 1)
+						defer h.opts.Ops.stream("rcp", -1)
 					}
 					sse.event(o.Frame)
 				}
 				continue
 			}
+			observationOf(r).answered(o.Frame)
 			answer := o.Frame
 			if compact {
 				answer = []byte(strings.Replace(string(answer), string(compactID), "null", 1))

@@ -13,6 +13,8 @@ type ServerOptions struct {
 	ReadHeaderTimeout time.Duration // default 10 s: a client that trickles headers is cut off
 	IdleTimeout       time.Duration // default 2 minutes
 	ShutdownTimeout   time.Duration // default 10 s: how long in-flight requests may finish
+	// Ops, when set, is marked not ready (/readyz answers 503) as soon as shutdown begins.
+	Ops *Ops
 }
 
 // Serve serves h on ln until ctx is cancelled, then stops accepting, lets in-flight requests
@@ -38,6 +40,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts *ServerOpt
 	case err := <-served:
 		return err
 	case <-ctx.Done():
+	}
+	if o.Ops != nil {
+		o.Ops.SetReady(false)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()

@@ -36,6 +36,9 @@ func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
 		inner = s.opts.Middleware[i](inner)
 	}
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
+		if rm.trace.Parent != "" {
+			ctx = runtime.WithTrace(ctx, rm.trace)
+		}
 		if s.opts.RequestTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errTimedOut)

@@ -45,6 +45,7 @@ type requestMeta struct {
 	clientCaps    json.RawMessage
 	progressToken json.RawMessage // raw string or integer; nil when absent
 	logLevel      int             // index into levelRank; -1 sends no log messages
+	trace         runtime.TraceContext
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and

@@ -74,7 +74,7 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 	if !slices.Contains(ModernVersions, version) {
 		return runtime.Route{Err: errUnsupportedVersion(version)}
 	}
-	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1}
+	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1, trace: traceOf(meta)}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}
@@ -103,7 +103,7 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 
 func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage) runtime.Route {
 	l := ss.legacy
-	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel}
+	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel, trace: traceOf(meta)}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}
@@ -139,6 +139,14 @@ func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage) runti
 		return runtime.Route{Handler: s.handler(f, rm)}
 	}
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
+}
+
+// traceOf reads the W3C trace context from _meta (DIGEST A2: traceparent, tracestate).
+func traceOf(meta json.RawMessage) runtime.TraceContext {
+	var t runtime.TraceContext
+	json.Unmarshal(jsonrpc.Field(meta, "traceparent"), &t.Parent)
+	json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &t.State)
+	return t
 }
 
 func parseLevel(raw json.RawMessage) (int, bool) {

@@ -125,6 +125,13 @@ func (ss *session) handler(h Handler) runtime.Handler {
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
 		ctx, cancel := context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errDeadline)
 		defer cancel()
+		meta := jsonrpc.Field(rt.Params, "_meta")
+		if raw := jsonrpc.Field(meta, "traceparent"); raw != nil {
+			var t runtime.TraceContext
+			json.Unmarshal(raw, &t.Parent)
+			json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &t.State)
+			ctx = runtime.WithTrace(ctx, t)
+		}
 		req := &Request{rt: rt, logLevel: logLevel}
 		if streaming {
 			if tok := jsonrpc.Field(jsonrpc.Field(rt.Params, "_meta"), "progressToken"); jsonrpc.IsRequestID(tok) {

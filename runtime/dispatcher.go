@@ -433,7 +433,11 @@ func (d *dispatcher) runActor(ctx context.Context, e *entry) {
 		ev.ctxErr = ctx.Err() != nil
 		var je *jsonrpc.Error
 		if !errors.As(err, &je) && !ev.ctxErr {
-			d.log.Warn("request handler failed", zap.String("method", e.req.Method), zap.Error(err))
+			fields := []zap.Field{zap.String("method", e.req.Method), zap.Error(err)}
+			if t, ok := TraceFrom(ctx); ok {
+				fields = append(fields, zap.String("traceId", t.TraceID()))
+			}
+			d.log.Warn("request handler failed", fields...)
 		}
 		ev.frame = jsonrpc.AppendError(nil, e.req.ID, ErrorOf(err))
 	default:
