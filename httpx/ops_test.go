@@ -55,7 +55,7 @@ func TestOps_MetricsAfterAKnownSequence(t *testing.T) {
 		opsPost(t, srv.URL+"/mcp", "tools/call", "ok", `{"name":"ok",`+opsMeta+`}}`)
 	}
 	opsPost(t, srv.URL+"/mcp", "tools/call", "missing", `{"name":"missing",`+opsMeta+`}}`) // -32602
-	opsPost(t, srv.URL+"/mcp", "x-private/thing", "", `{`+opsMeta+`}}`)                  // -32601, label "other"
+	opsPost(t, srv.URL+"/mcp", "x-private/thing", "", `{`+opsMeta+`}}`)                    // -32601, label "other"
 
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {

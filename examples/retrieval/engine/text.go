@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -72,29 +73,43 @@ func hash64(tag byte, s string) uint64 {
 	return h
 }
 
-// addFeature adds weight to the signed bucket of one hashed feature.
-func addFeature(v []float32, tag byte, feature string, weight float32) {
-	h := hash64(tag, feature)
-	if h>>63 == 1 {
-		weight = -weight
+// features calls fn with each hashed feature of a token: the whole token with weight 1, and
+// the character trigrams of "^token$" sharing a total squared weight of 1, so that a token
+// and a variant of it ("parse", "parser") are similar but not equal.
+func features(tok string, fn func(tag byte, feature string, weight float32)) {
+	fn('w', tok, 1)
+	padded := "^" + tok + "$"
+	var buf [48]int
+	starts := buf[:0] // the byte offset of every rune, then the end
+	for i := range padded {
+		starts = append(starts, i)
 	}
-	v[h%Dim] += weight
-}
-
-// addToken adds one token's features to v: the whole token with weight 1, and the character
-// trigrams of "^token$" sharing a total squared weight of 1, so that a token and a variant of
-// it ("parse", "parser") are similar but not equal.
-func addToken(v []float32, tok string) {
-	addFeature(v, 'w', tok, 1)
-	r := []rune("^" + tok + "$")
-	n := len(r) - 2
+	starts = append(starts, len(padded))
+	n := len(starts) - 3 // trigrams
 	if n < 1 {
 		return
 	}
 	w := float32(1 / math.Sqrt(float64(n)))
 	for i := 0; i < n; i++ {
-		addFeature(v, 't', string(r[i:i+3]), w)
+		fn('t', padded[starts[i]:starts[i+3]], w)
 	}
+}
+
+// bucket returns the dimension and the sign of a hashed feature.
+func bucket(tag byte, feature string) (int, float32) {
+	h := hash64(tag, feature)
+	if h>>63 == 1 {
+		return int(h % Dim), -1
+	}
+	return int(h % Dim), 1
+}
+
+// addToken adds one token's features to the dense vector v.
+func addToken(v []float32, tok string) {
+	features(tok, func(tag byte, f string, w float32) {
+		i, sign := bucket(tag, f)
+		v[i] += sign * w
+	})
 }
 
 // embed returns the L2-normalised hashed embedding of a token sequence. A sequence without
@@ -124,13 +139,23 @@ func normalize(v []float32) {
 	}
 }
 
-// dot is the inner product of two dense vectors of the same length.
+// dot is the inner product of two dense vectors of the same length. Four independent
+// accumulators let the additions overlap; the summation order is fixed, so the result is
+// the same on every call.
 func dot(a, b []float32) float64 {
-	var s float64
-	for i := range a {
-		s += float64(a[i]) * float64(b[i])
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += float64(a[i]) * float64(b[i])
+		s1 += float64(a[i+1]) * float64(b[i+1])
+		s2 += float64(a[i+2]) * float64(b[i+2])
+		s3 += float64(a[i+3]) * float64(b[i+3])
 	}
-	return s
+	for ; i < len(a); i++ {
+		s0 += float64(a[i]) * float64(b[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // sparseVec is a vector with few non-zero components, as a token's own vector is (one bucket
@@ -140,17 +165,29 @@ type sparseVec struct {
 	val []float32
 }
 
-// tokenVector returns the normalised vector of a single token, in sparse form.
+// tokenVector returns the normalised vector of a single token, in sparse form, built
+// without a dense intermediate.
 func tokenVector(tok string) sparseVec {
-	var dense [Dim]float32
-	addToken(dense[:], tok)
-	normalize(dense[:])
 	var sv sparseVec
-	for i, x := range dense {
-		if x != 0 {
-			sv.idx = append(sv.idx, uint8(i))
-			sv.val = append(sv.val, x)
+	features(tok, func(tag byte, f string, w float32) {
+		i, sign := bucket(tag, f)
+		if j := slices.Index(sv.idx, uint8(i)); j >= 0 {
+			sv.val[j] += sign * w
+			return
 		}
+		sv.idx = append(sv.idx, uint8(i))
+		sv.val = append(sv.val, sign*w)
+	})
+	var ss float64
+	for _, x := range sv.val {
+		ss += float64(x) * float64(x)
+	}
+	if ss == 0 || math.IsInf(ss, 0) || math.IsNaN(ss) {
+		return sparseVec{}
+	}
+	inv := 1 / math.Sqrt(ss)
+	for j, x := range sv.val {
+		sv.val[j] = float32(float64(x) * inv)
 	}
 	return sv
 }

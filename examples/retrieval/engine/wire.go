@@ -286,7 +286,8 @@ func (e *Engine) Capabilities() Capabilities {
 }
 
 // cloneJSON deep-copies a decoded JSON value (maps, slices, scalars), so that documents and
-// hits never share mutable metadata with the caller.
+// hits never share mutable metadata with the caller. A NaN or infinite float becomes 0: JSON
+// cannot carry it.
 func cloneJSON(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -299,6 +300,10 @@ func cloneJSON(v any) any {
 		return out
 	case []string:
 		return slices.Clone(x)
+	case float64:
+		return finite(x)
+	case float32:
+		return float32(finite(float64(x)))
 	default:
 		return v
 	}
