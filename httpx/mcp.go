@@ -152,8 +152,7 @@ func (h *MCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		ob.end(w.status)
 		h.opts.Ops.sessionCount("mcp", h.sessions.len())
 	}()
-	*r = *r.WithContext(context.WithValue(r.Context(), observationKey{}, ob))
-	h.serveHTTP(w, r)
+	h.serveHTTP(w, r.WithContext(context.WithValue(r.Context(), observationKey{}, ob)))
 }
 
 type observationKey struct{}
@@ -209,7 +208,11 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case http.MethodDelete:
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			if !h.authenticate(w, r) {
+			if r = h.authenticate(w, r); r == nil {
+				return
+			}
+			if h.session(r, sid) == nil {
+				h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
 				return
 			}
 			if s := h.sessions.remove(sid); s != nil {
@@ -226,7 +229,7 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusMethodNotAllowed, "Method not allowed: send JSON-RPC messages with POST")
 		return
 	}
-	if !h.authenticate(w, r) {
+	if r = h.authenticate(w, r); r == nil {
 		return
 	}
 	if wait, ok := h.opts.Ops.allow(r); !ok {
@@ -247,8 +250,11 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if jsonrpc.IsBatch(body) {
-		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-			"Invalid request: batches are not allowed; POST one message per request"))
+		e := jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: batches are not allowed; POST one message per request")
+		if !jsonrpc.Valid(body) {
+			e = jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: the body is not valid JSON")
+		}
+		writeJSONError(w, http.StatusBadRequest, nil, e)
 		return
 	}
 	msg, err := jsonrpc.Decode(body)
@@ -263,8 +269,12 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	pv := r.Header.Get("MCP-Protocol-Version")
 	modernMeta := jsonrpc.Field(jsonrpc.Field(msg.Params, "_meta"), mcp.MetaProtocolVersion) != nil
 	switch {
+	case modernMeta || slices.Contains(mcp.ModernVersions, pv):
+		// 2026-07-28: Mcp-Session-Id is ignored, never required (DIGEST A13); a legacy
+		// MCP-Protocol-Version beside modern _meta is a mismatch the modern path reports.
+		h.modern(w, r, body, msg)
 	case sid != "":
-		s := h.sessions.get(sid)
+		s := h.session(r, sid)
 		if s == nil {
 			writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 				"Invalid request: the session has ended or never existed; initialize again without Mcp-Session-Id"))
@@ -278,17 +288,17 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		h.legacy(w, r, s, body, msg)
 	case msg.Method == "initialize" && !modernMeta:
 		h.initialize(w, r, body, msg)
-	case pv == "" && !modernMeta, pv != "" && slices.Contains(mcp.LegacyVersions, pv):
+	default:
 		writeJSONError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: no session; send initialize first, or send a 2026-07-28 request with its _meta and MCP-Protocol-Version"))
-	default:
-		h.modern(w, r, body, msg)
 	}
 }
 
-func (h *MCPHandler) authenticate(w http.ResponseWriter, r *http.Request) bool {
+// authenticate runs the Authenticator; it returns the request with the principal in its
+// context, or nil after refusing it.
+func (h *MCPHandler) authenticate(w http.ResponseWriter, r *http.Request) *http.Request {
 	if h.opts.Authenticator == nil {
-		return true
+		return r
 	}
 	p, err := h.opts.Authenticator(r)
 	if err != nil {
@@ -298,10 +308,27 @@ func (h *MCPHandler) authenticate(w http.ResponseWriter, r *http.Request) bool {
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 		h.refuse(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
-		return false
+		return nil
 	}
-	*r = *r.WithContext(withPrincipal(r.Context(), p))
-	return true
+	return r.WithContext(withPrincipal(r.Context(), p))
+}
+
+// principalID names who a request is from, for binding sessions to their owner.
+func principalID(r *http.Request) string {
+	if p := runtime.PrincipalFrom(r.Context()); p != nil {
+		return p.ID
+	}
+	return ""
+}
+
+// session returns the session a request names, if it exists and belongs to the request's
+// principal: a session id alone never lets one user act as another.
+func (h *MCPHandler) session(r *http.Request, sid string) *legacySession {
+	s := h.sessions.get(sid)
+	if s == nil || s.principal != principalID(r) {
+		return nil
+	}
+	return s
 }
 
 func resourceMetadataURL(r *http.Request) string {
@@ -542,10 +569,10 @@ func statusOf(frame []byte) (status int, retry bool) {
 // request (list changes, updates of subscribed resources), until the client goes away or the
 // session ends.
 func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid string) {
-	if !h.authenticate(w, r) {
+	if r = h.authenticate(w, r); r == nil {
 		return
 	}
-	s := h.sessions.get(sid)
+	s := h.session(r, sid)
 	if s == nil {
 		h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
 		return
@@ -559,8 +586,8 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 		h.refuse(w, http.StatusNotFound, "Not found: the session has ended; initialize again")
 		return
 	}
-	s.active.Add(1)
-	defer s.active.Add(-1)
+	// An open GET stream does not make a session busy: otherwise clients holding streams
+	// could keep every session from eviction and lock new ones out.
 	sse := startSSE(w)
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
@@ -578,6 +605,7 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 			if !ok {
 				return
 			}
+			s.touch()
 			if sse.event(o.Frame) != nil {
 				s.unlisten(frames)
 				return
@@ -593,6 +621,7 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt, h.opts.Instance)
+	s.principal = principalID(r)
 	if !h.sessions.add(s) {
 		s.close()
 		w.Header().Set("Retry-After", "5")
@@ -623,6 +652,11 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *legacySes
 		return false
 	}
 	if id == nil {
+		if msg.Method == "notifications/cancelled" { // its POST will get nothing more: end it
+			if target := jsonrpc.Field(msg.Params, "requestId"); jsonrpc.IsRequestID(target) {
+				s.drop(target)
+			}
+		}
 		w.WriteHeader(http.StatusAccepted) // a notification, or the client's answer to our request
 		return true
 	}

@@ -135,8 +135,7 @@ func (h *RCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		ob.end(w.status)
 		h.opts.Ops.sessionCount("rcp", h.sessions.len())
 	}()
-	*r = *r.WithContext(context.WithValue(r.Context(), observationKey{}, ob))
-	h.serveHTTP(w, r)
+	h.serveHTTP(w, r.WithContext(context.WithValue(r.Context(), observationKey{}, ob)))
 }
 
 func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -210,12 +209,13 @@ func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var sess *legacySession
 	if h.opts.Sessions {
 		if token := r.Header.Get("RCP-Session"); token != "" {
-			if sess = h.sessions.get(token); sess == nil {
+			if sess = h.sessions.get(token); sess == nil || sess.principal != principalID(r) {
 				h.refuse(w, http.StatusNotFound, rcp.CodeNotInitialized, "Not found: the session has ended or never existed; initialize again")
 				return
 			}
 		} else if method == "initialize" {
 			sess = startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt, "")
+			sess.principal = principalID(r)
 			if !h.sessions.add(sess) {
 				sess.close()
 				w.Header().Set("Retry-After", "5")

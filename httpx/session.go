@@ -15,11 +15,12 @@ import (
 // that feeds it frames from POSTs and routes its output back to the POST each frame belongs
 // to. The actor is the only sender on (and closer of) the dispatcher's input.
 type legacySession struct {
-	id       string
-	mailbox  chan sessionMsg
-	quit     chan struct{}
-	quitOnce sync.Once
-	done     chan struct{} // closed when the dispatcher and the actor have both stopped
+	id        string
+	principal string // who opened it; nobody else may use it
+	mailbox   chan sessionMsg
+	quit      chan struct{}
+	quitOnce  sync.Once
+	done      chan struct{} // closed when the dispatcher and the actor have both stopped
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	active   atomic.Int32 // POSTs in progress
@@ -110,7 +111,10 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 				close(m.ack)
 				continue
 			case m.drop:
-				delete(waiters, string(m.id))
+				if w := waiters[string(m.id)]; w != nil {
+					delete(waiters, string(m.id))
+					close(w) // its POST, if still waiting, ends with nothing more to say
+				}
 				continue
 			}
 			if m.id != nil {
@@ -205,6 +209,15 @@ func (s *legacySession) unlisten(frames <-chan runtime.Outbound) {
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// drop forgets the waiter of a request that will never be answered (the client cancelled
+// it), ending the POST that waits for it.
+func (s *legacySession) drop(id []byte) {
+	select {
+	case s.mailbox <- sessionMsg{id: id, drop: true}:
+	case <-s.done:
 	}
 }
 
