@@ -8,9 +8,11 @@ import (
 	"syscall"
 )
 
-// protectStdout moves the real stdout to a private descriptor for protocol frames and points
-// descriptor 1 at stderr. restore undoes it.
-func protectStdout() (proto *os.File, restore func(), err error) {
+// ProtectStdout moves the real stdout to a private descriptor for protocol frames and points
+// descriptor 1 (and so os.Stdout, fmt.Println and C code) at stderr, so that nothing but
+// frames can reach the peer. restore undoes it. ServeStdio does this itself; programs that
+// write protocol frames some other way (a proxy, say) call it directly.
+func ProtectStdout() (proto *os.File, restore func(), err error) {
 	syscall.ForkLock.Lock()
 	fd, err := syscall.Dup(1)
 	if err == nil {

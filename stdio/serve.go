@@ -113,17 +113,20 @@ func waitEnd(ctx context.Context, in chan<- runtime.Inbound) error {
 // so os.Stdout) points at stderr and protocol frames go to a private duplicate of the
 // original stdout, so nothing but frames can reach the peer.
 func ServeStdio(ctx context.Context, srv *runtime.Server, opts ...Option) error {
-	o := buildOptions(opts)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	proto, restore, err := protectStdout()
+	proto, restore, err := ProtectStdout()
 	if err != nil {
 		return err
 	}
 	defer restore()
-	in := pollableStdin(o.logger)
+	in := Stdin()
 	return Serve(ctx, srv, in, proto, opts...)
 }
+
+// Stdin returns the process's stdin, made interruptible when it is a pipe or a socket:
+// closing it then ends a blocked read, so a reader actor can be stopped.
+func Stdin() *os.File { return pollableStdin() }
 
 // ServeListener serves srv on every connection accepted from ln, each with its own
 // dispatcher, until ctx is cancelled; then it closes ln, lets every connection drain, and
@@ -156,7 +159,7 @@ func ServeListener(ctx context.Context, srv *runtime.Server, ln net.Listener, op
 // pollableStdin returns stdin as a file whose reads can be interrupted by Close: a pipe or a
 // socket is switched to non-blocking mode so that Go's poller owns it. A terminal or a
 // regular file is left as it is.
-func pollableStdin(log *zap.Logger) *os.File {
+func pollableStdin() *os.File {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(0, &st); err != nil {
 		return os.Stdin
@@ -164,8 +167,7 @@ func pollableStdin(log *zap.Logger) *os.File {
 	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFIFO, syscall.S_IFSOCK:
 		if err := syscall.SetNonblock(0, true); err != nil {
-			log.Debug("stdin stays blocking", zap.Error(err))
-			return os.Stdin
+			return os.Stdin // stays blocking: a read then ends only with input
 		}
 		return os.NewFile(0, "/dev/stdin")
 	}

@@ -1,0 +1,646 @@
+package supervise
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/stdio"
+)
+
+// Replay says which requests in flight when a child dies are sent again to its successor.
+type Replay string
+
+// The replay policies.
+const (
+	// ReplaySafe re-sends methods that only read: lists, reads, gets, discover, ping,
+	// completions, and re-opens subscription streams.
+	ReplaySafe Replay = "safe"
+	// ReplayAnnotated (the default) also re-sends tools/call of tools that the child itself
+	// annotated readOnlyHint or idempotentHint in its tools/list.
+	ReplayAnnotated Replay = "annotated"
+	// ReplayNone answers every request in flight with the restart error.
+	ReplayNone Replay = "none"
+)
+
+var safeMethods = map[string]bool{
+	"tools/list": true, "prompts/list": true, "prompts/get": true, "resources/list": true,
+	"resources/read": true, "resources/templates/list": true, "server/discover": true,
+	"completion/complete": true, "ping": true, "subscriptions/listen": true, "initialize": true,
+	// RCP/1
+	"info": true, "retrieve": true, "rerank": true, "embed": true,
+}
+
+// ProxyOptions tunes Proxy. The zero value is ready to use.
+type ProxyOptions struct {
+	Replay Replay // default ReplayAnnotated
+	// Queue bounds the requests that wait while the child restarts (default 1,024); past
+	// it a request is answered at once with an error that says to retry.
+	Queue int
+	// Timeout, when set, bounds every request: past it the child is sent
+	// notifications/cancelled and the host gets an error.
+	Timeout time.Duration
+	// ProbeAfter, when set, probes a child that has been silent that long while requests
+	// are pending (server/discover for a 2026-07-28 host, ping for a legacy one); no answer
+	// within ProbeTimeout (default 5 s) restarts it.
+	ProbeAfter, ProbeTimeout time.Duration
+	// RCP makes the restart error RCP's -32010 instead of MCP's -32603.
+	RCP    bool
+	Logger *zap.Logger
+}
+
+// pending is a host request the child owes an answer.
+type pending struct {
+	hostID    jsonrpc.ID
+	method    string
+	params    json.RawMessage // as the host sent them
+	hostToken json.RawMessage // the host's progressToken, if any
+	seen      float64         // the highest progress the host has seen
+	sent      time.Time
+	internal  bool // the proxy's own request (replayed initialize, probe, tools/list)
+	listen    bool // a subscriptions/listen stream: its acknowledgement is swallowed on replay
+	replayed  bool
+}
+
+// proxy is the actor between a host and a supervised child.
+type proxy struct {
+	sup  *Supervisor
+	opts ProxyOptions
+	log  *zap.Logger
+	host chan<- []byte // to the host's writer actor
+
+	child     *Child
+	childOut  <-chan []byte
+	nextID    int64
+	pend      map[string]*pending // child id → request
+	byHost    map[string]string   // host id → child id
+	queue     [][]byte            // host frames waiting for a child
+	annotated map[string]bool     // tools safe to repeat, from the child's tools/list
+	calls     map[string][]byte   // our id for a child's request to the host → the child's id
+	nextCall  int64
+
+	initParams json.RawMessage // the host's legacy initialize, replayed on every new child
+	setLevel   json.RawMessage
+	subscribed map[string]bool
+	modernMeta json.RawMessage // _meta of the host's latest 2026-07-28 request, for probes
+	ready      bool            // the child may take host requests (its initialize is done)
+	gaveUp     bool
+	hostDone   bool // the host's input has ended
+	lastHeard  time.Time
+	probeID    string
+}
+
+// Proxy serves a host over hostIn and hostOut (stdio framing) with the children that sup
+// runs, as a transparent MCP (or RCP/1) proxy that survives crashes: it owns the id space
+// towards the child and maps every id back, replays what is safe to repeat on a new child,
+// answers the rest with an error that says the server restarted, replays a legacy initialize
+// with its setLevel and subscriptions, and re-opens subscription streams. It returns when the
+// host's input ends (the child is then stopped with the full sequence), ctx ends, or the
+// supervisor gives up (everything pending is answered first; the error is ErrGaveUp).
+func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Writer, opts *ProxyOptions) error {
+	var o ProxyOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Replay == "" {
+		o.Replay = ReplayAnnotated
+	}
+	if o.Queue <= 0 {
+		o.Queue = 1024
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	hostFrames := make(chan []byte, 64)
+	go func() { // the host reader actor; it ends at EOF or when the proxy closes its input
+		defer close(hostFrames)
+		r := stdio.NewReader(hostIn, 0)
+		for {
+			line, err := r.Next()
+			var tl *stdio.TooLargeError
+			if errors.As(err, &tl) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			select {
+			case hostFrames <- append([]byte(nil), line...):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	toHost := make(chan []byte, 256)
+	wrote := make(chan struct{})
+	go func() { // the host writer actor: the only owner of hostOut
+		defer close(wrote)
+		for f := range toHost {
+			hostOut.Write(append(f, '\n'))
+		}
+	}()
+	supErr := make(chan error, 1)
+	supCtx, stopSup := context.WithCancel(ctx)
+	go func() { supErr <- sup.Run(supCtx) }()
+
+	p := &proxy{sup: sup, opts: o, log: o.Logger, host: toHost, pend: map[string]*pending{},
+		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
+		subscribed: map[string]bool{}}
+	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
+	stopSup()
+	for range sup.Events() { // let Run finish its last events
+	}
+	if serr := <-supErr; err == nil && serr != nil {
+		err = serr
+	}
+	close(toHost)
+	<-wrote
+	return err
+}
+
+func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
+	tick := time.NewTicker(100 * time.Millisecond) // timeouts and probes
+	defer tick.Stop()
+	for {
+		select {
+		case f, ok := <-hostFrames:
+			if !ok { // EOF from the host: finish what it asked, then stop the child gracefully
+				hostFrames = nil
+				p.hostDone = true
+			} else {
+				p.fromHost(f)
+			}
+		case f, ok := <-p.childOut:
+			if !ok {
+				p.childOut = nil
+				continue
+			}
+			p.lastHeard = time.Now()
+			p.fromChild(f)
+		case e, ok := <-events:
+			if !ok {
+				if p.gaveUp {
+					return ErrGaveUp
+				}
+				return nil
+			}
+			p.event(e)
+		case <-tick.C:
+			p.timers()
+		case <-ctx.Done():
+			stopSup()
+			ctx = context.Background() // keep draining events until the supervisor is done
+		}
+		if p.hostDone && len(p.queue) == 0 && !p.owesHost() {
+			stopSup() // the supervisor stops the child: close stdin, wait, SIGTERM, SIGKILL
+		}
+	}
+}
+
+// owesHost reports whether any host request still waits for its answer.
+func (p *proxy) owesHost() bool {
+	for _, r := range p.pend {
+		if !r.internal && !r.listen {
+			return true
+		}
+	}
+	return false
+}
+
+// event handles the supervisor's reports.
+func (p *proxy) event(e Event) {
+	switch e.Kind {
+	case EventStarted:
+		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), time.Now(), ""
+		p.calls = map[string][]byte{}
+		p.ready = p.initParams == nil
+		if p.initParams != nil {
+			p.internal("initialize", p.initParams)
+		}
+		if p.ready {
+			p.replay()
+		}
+	case EventExited:
+		if e.Exit.Failed() && !p.hostDone {
+			p.log.Warn("the child exited", zap.String("exit", e.Exit.String()))
+		} else {
+			p.log.Info("the child exited", zap.String("exit", e.Exit.String()))
+		}
+		p.child, p.childOut, p.ready = nil, nil, false
+		p.restarted()
+	case EventRestarting:
+		p.log.Info("restarting the child", zap.Duration("delay", e.Delay), zap.Int("restarts", e.Restarts))
+	case EventGaveUp:
+		p.log.Error("gave up restarting the child", zap.Error(e.Err))
+		p.gaveUp = true
+		for _, f := range p.queue {
+			if m, err := jsonrpc.Decode(f); err == nil && m.Kind == jsonrpc.KindRequest {
+				p.toHost(p.restartError(m.ID))
+			}
+		}
+		p.queue = nil
+		for id, r := range p.pend {
+			if !r.internal {
+				p.toHost(p.restartError(r.hostID))
+			}
+			p.forget(id)
+		}
+	}
+}
+
+// restarted decides, for every request in flight on the child that died, replay or error.
+func (p *proxy) restarted() {
+	for id, r := range p.pend {
+		if r.internal || !p.replayable(r) {
+			if !r.internal {
+				p.toHost(p.restartError(r.hostID))
+			}
+			p.forget(id)
+			continue
+		}
+		r.replayed = true
+	}
+}
+
+func (p *proxy) replayable(r *pending) bool {
+	switch p.opts.Replay {
+	case ReplayNone:
+		return false
+	case ReplayAnnotated:
+		if r.method == "tools/call" {
+			var name string
+			json.Unmarshal(jsonrpc.Field(r.params, "name"), &name)
+			return p.annotated[name]
+		}
+	}
+	return safeMethods[r.method]
+}
+
+// replay re-sends the surviving requests to the new child, then what queued meanwhile.
+func (p *proxy) replay() {
+	for id, r := range p.pend {
+		if r.replayed && !r.internal {
+			delete(p.pend, id)
+			delete(p.byHost, string(r.hostID))
+			p.send(r)
+		}
+	}
+	queue := p.queue
+	p.queue = nil
+	for _, f := range queue {
+		p.fromHost(f)
+	}
+}
+
+// fromHost handles one frame from the host.
+func (p *proxy) fromHost(f []byte) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil {
+		if m.Kind == jsonrpc.KindRequest || m.Kind == jsonrpc.KindInvalid {
+			if p.child != nil && p.ready {
+				p.child.Send(f) // the child answers malformed requests its own way
+			} else {
+				var de *jsonrpc.DecodeError
+				errors.As(err, &de)
+				p.toHost(jsonrpc.AppendError(nil, m.ID, de.AsError()))
+			}
+		}
+		return
+	}
+	if p.gaveUp {
+		if m.Kind == jsonrpc.KindRequest {
+			p.toHost(p.restartError(m.ID))
+		}
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse: // the host answers a request of the child's
+		childID, ok := p.calls[string(m.ID)]
+		if !ok || p.child == nil {
+			return
+		}
+		delete(p.calls, string(m.ID))
+		p.child.Send(withID(f, childID))
+		return
+	case jsonrpc.KindNotification:
+		if m.Method == "notifications/cancelled" || m.Method == "notifications/cancel" {
+			p.cancel(m)
+			return
+		}
+		if p.child != nil && p.ready {
+			p.child.Send(f)
+		}
+		return
+	}
+	if p.child == nil || !p.ready {
+		if len(p.queue) >= p.opts.Queue {
+			p.toHost(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: -32000,
+				Message: "Server restarting: too many requests waiting; retry shortly",
+				Data:    map[string]any{"retryable": true}}))
+			return
+		}
+		p.queue = append(p.queue, f)
+		return
+	}
+	p.remember(m)
+	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: m.Method == "subscriptions/listen"}
+	if tok := jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), "progressToken"); tok != nil {
+		r.hostToken = tok
+	}
+	p.send(r)
+}
+
+// remember keeps what a new child must be told again: the legacy handshake and its state.
+func (p *proxy) remember(m jsonrpc.Message) {
+	switch m.Method {
+	case "initialize":
+		p.initParams = m.Params
+	case "logging/setLevel":
+		p.setLevel = m.Params
+	case "resources/subscribe", "resources/unsubscribe":
+		var uri string
+		json.Unmarshal(jsonrpc.Field(m.Params, "uri"), &uri)
+		if m.Method == "resources/subscribe" {
+			p.subscribed[uri] = true
+		} else {
+			delete(p.subscribed, uri)
+		}
+	}
+	if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, "io.modelcontextprotocol/protocolVersion") != nil {
+		p.modernMeta = meta
+	}
+}
+
+// send gives a request a fresh child id (and progress token) and sends it to the child.
+func (p *proxy) send(r *pending) {
+	p.nextID++
+	id := jsonrpc.IntID(p.nextID)
+	params := r.params
+	if r.hostToken != nil {
+		params = setMeta(params, "progressToken", json.RawMessage(id))
+	}
+	r.sent = time.Now()
+	p.pend[string(id)] = r
+	if r.hostID != nil {
+		p.byHost[string(r.hostID)] = string(id)
+	}
+	if err := p.child.Send(jsonrpc.AppendRequest(nil, id, r.method, params)); err != nil {
+		p.log.Warn("could not send to the child; it will be replayed or answered at restart", zap.Error(err))
+	}
+}
+
+// internal sends a request of the proxy's own, whose answer is swallowed.
+func (p *proxy) internal(method string, params json.RawMessage) string {
+	p.nextID++
+	id := jsonrpc.IntID(p.nextID)
+	p.pend[string(id)] = &pending{method: method, params: params, internal: true, sent: time.Now()}
+	p.child.Send(jsonrpc.AppendRequest(nil, id, method, params))
+	return string(id)
+}
+
+func (p *proxy) cancel(m jsonrpc.Message) {
+	key := "requestId"
+	if m.Method == "notifications/cancel" {
+		key = "id"
+	}
+	hostID := jsonrpc.Field(m.Params, key)
+	childID, ok := p.byHost[string(hostID)]
+	if !ok {
+		return
+	}
+	if !p.opts.RCP { // MCP: nothing more is said about a cancelled request
+		p.forget(childID)
+	}
+	if p.child != nil {
+		p.child.Send(jsonrpc.AppendNotification(nil, m.Method, setField(m.Params, key, json.RawMessage(childID))))
+	}
+}
+
+func (p *proxy) forget(childID string) {
+	if r := p.pend[childID]; r != nil && r.hostID != nil {
+		delete(p.byHost, string(r.hostID))
+	}
+	delete(p.pend, childID)
+}
+
+// fromChild handles one frame from the child.
+func (p *proxy) fromChild(f []byte) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil && m.Kind != jsonrpc.KindResponse {
+		p.log.Warn("the child wrote a malformed frame; dropped", zap.Error(err))
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		p.answer(m, f)
+	case jsonrpc.KindRequest: // a legacy server asks the client: forward with an id of ours
+		p.nextCall++
+		ours := jsonrpc.StringID("relay-" + strconv.FormatInt(p.nextCall, 10))
+		p.calls[string(ours)] = m.ID
+		p.toHost(withID(f, ours))
+	case jsonrpc.KindNotification:
+		p.notification(m, f)
+	}
+}
+
+func (p *proxy) answer(m jsonrpc.Message, f []byte) {
+	key := string(m.ID)
+	if key == p.probeID {
+		p.probeID = ""
+	}
+	r, ok := p.pend[key]
+	if !ok {
+		return // cancelled, timed out, or a probe: nobody waits for it
+	}
+	p.forget(key)
+	if r.internal {
+		p.internalAnswer(r, m)
+		return
+	}
+	if r.method == "tools/list" && m.Result != nil {
+		p.learn(m.Result)
+	}
+	p.toHost(withID(f, r.hostID))
+}
+
+// internalAnswer completes the proxy's own requests: a replayed initialize is followed by
+// notifications/initialized, setLevel and the subscriptions, then the queued requests.
+func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
+	switch r.method {
+	case "initialize":
+		if p.child == nil {
+			return
+		}
+		p.child.Send(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
+		if p.setLevel != nil {
+			p.internal("logging/setLevel", p.setLevel)
+		}
+		for uri := range p.subscribed {
+			params, _ := json.Marshal(map[string]string{"uri": uri})
+			p.internal("resources/subscribe", params)
+		}
+		p.internal("tools/list", json.RawMessage(`{}`))
+		p.ready = true
+		p.replay()
+		// The new child may offer other tools, prompts or resources than the old one.
+		for _, n := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
+			p.toHost(jsonrpc.AppendNotification(nil, n, nil))
+		}
+	case "tools/list":
+		if m.Result != nil {
+			p.learn(m.Result)
+		}
+	}
+}
+
+// learn records which tools the child annotated as safe to repeat.
+func (p *proxy) learn(result json.RawMessage) {
+	var r struct {
+		Tools []struct {
+			Name        string
+			Annotations struct{ ReadOnlyHint, IdempotentHint bool }
+		}
+	}
+	json.Unmarshal(result, &r)
+	for _, t := range r.Tools {
+		p.annotated[t.Name] = t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
+	}
+}
+
+func (p *proxy) notification(m jsonrpc.Message, f []byte) {
+	meta := jsonrpc.Field(m.Params, "_meta")
+	switch {
+	case m.Method == "notifications/progress":
+		tok := jsonrpc.Field(m.Params, "progressToken")
+		r, ok := p.pend[string(tok)]
+		if !ok || r.hostToken == nil {
+			return
+		}
+		var progress float64
+		json.Unmarshal(jsonrpc.Field(m.Params, "progress"), &progress)
+		if progress <= r.seen && r.replayed {
+			return // a replayed request's progress reaches the host only past what it saw
+		}
+		r.seen = max(r.seen, progress)
+		p.toHost(jsonrpc.AppendNotification(nil, m.Method, setField(m.Params, "progressToken", r.hostToken)))
+	case jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId") != nil:
+		sub := jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId")
+		r, ok := p.pend[string(sub)]
+		if !ok {
+			return
+		}
+		if m.Method == "notifications/subscriptions/acknowledged" && r.replayed {
+			// The stream was re-opened on a new child: swallow the second acknowledgement, and
+			// tell the host the lists may differ.
+			for _, n := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
+				p.toHost(jsonrpc.AppendNotification(nil, n, setMeta(nil, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+			}
+			return
+		}
+		p.toHost(jsonrpc.AppendNotification(nil, m.Method, setMeta(m.Params, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+	default:
+		p.toHost(f)
+	}
+}
+
+// timers enforces per-request timeouts and probes a silent child.
+func (p *proxy) timers() {
+	now := time.Now()
+	if p.opts.Timeout > 0 {
+		for id, r := range p.pend {
+			if r.internal || r.listen || now.Sub(r.sent) < p.opts.Timeout {
+				continue
+			}
+			p.forget(id)
+			if p.child != nil {
+				params, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": "timed out in the supervisor"})
+				p.child.Send(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
+			}
+			p.toHost(jsonrpc.AppendError(nil, r.hostID, &jsonrpc.Error{Code: -32000,
+				Message: "Request timed out in the supervisor after " + p.opts.Timeout.String(),
+				Data:    map[string]any{"retryable": true}}))
+		}
+	}
+	if p.opts.ProbeAfter <= 0 || p.child == nil || !p.ready || len(p.pend) == 0 {
+		return
+	}
+	switch {
+	case p.probeID != "" && now.Sub(p.lastHeard) >= p.opts.ProbeAfter+p.opts.ProbeTimeout:
+		p.probeID = ""
+		p.sup.Restart("the child did not answer a liveness probe")
+	case p.probeID == "" && now.Sub(p.lastHeard) >= p.opts.ProbeAfter:
+		if p.modernMeta != nil {
+			p.probeID = p.internal("server/discover", setField(json.RawMessage(`{}`), "_meta", p.modernMeta))
+		} else {
+			p.probeID = p.internal("ping", nil)
+		}
+	}
+}
+
+func (p *proxy) restartError(id jsonrpc.ID) []byte {
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the server restarted while the request was in flight",
+		Data: map[string]any{"reason": "server restarted", "retryable": false}}
+	if p.opts.RCP {
+		e.Code = -32010
+		e.Message = "Backend unavailable: the server restarted while the request was in flight"
+	}
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	return jsonrpc.AppendError(nil, id, e)
+}
+
+func (p *proxy) toHost(f []byte) { p.host <- f }
+
+// withID returns frame with the value of its top-level id member replaced, every other byte
+// kept: the hot path of the proxy, so no decoding and re-encoding.
+func withID(frame []byte, id jsonrpc.ID) []byte {
+	var old []byte
+	jsonrpc.EachMember(frame, func(key, value []byte) bool {
+		if string(key) == "id" {
+			old = value
+			return false
+		}
+		return true
+	})
+	if old == nil {
+		return setField(frame, "id", json.RawMessage(id))
+	}
+	start := cap(frame) - cap(old) // old is frame[start:start+len(old)]
+	out := make([]byte, 0, len(frame)-len(old)+len(id))
+	out = append(out, frame[:start]...)
+	out = append(out, id...)
+	return append(out, frame[start+len(old):]...)
+}
+
+// setField returns obj with one member set, keeping the others' bytes.
+func setField(obj json.RawMessage, key string, value json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(obj) == 0 || json.Unmarshal(obj, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[key] = value
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(m)
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// setMeta returns params with one key of its _meta set.
+func setMeta(params json.RawMessage, key string, value json.RawMessage) json.RawMessage {
+	return setField(params, "_meta", setField(jsonrpc.Field(params, "_meta"), key, value))
+}

@@ -1,0 +1,213 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+)
+
+// Policy says when a child that exited is started again.
+type Policy string
+
+// The restart policies.
+const (
+	Always    Policy = "always"     // whatever the exit
+	OnFailure Policy = "on-failure" // unless it exited with code 0
+	Never     Policy = "never"
+)
+
+// Clock is the supervisor's source of time; tests replace it to run restart logic without
+// sleeping.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Spec describes a supervised child. Zero fields take the documented defaults.
+type Spec struct {
+	Command Command
+	Child   ChildOptions
+	// Restart is the policy (default Always).
+	Restart Policy
+	// MinBackoff and MaxBackoff bound the delay before a restart (defaults 100 ms and
+	// 30 s); the delay doubles from the minimum, with ±20 % jitter.
+	MinBackoff, MaxBackoff time.Duration
+	// StableAfter is the uptime after which the backoff starts again from the minimum
+	// (default 10 s).
+	StableAfter time.Duration
+	// Intensity is how many restarts Window allows before the supervisor gives up
+	// (default 5 in 1 minute); 0 with Unlimited set means it never gives up.
+	Intensity int
+	Window    time.Duration
+	Unlimited bool
+	// Clock is the source of time (default: the real one).
+	Clock Clock
+}
+
+// EventKind names what happened to a supervised child.
+type EventKind string
+
+// The events.
+const (
+	EventStarted    EventKind = "started"
+	EventExited     EventKind = "exited"
+	EventRestarting EventKind = "restarting"
+	EventGaveUp     EventKind = "gave-up"
+)
+
+// Event is a typed report for metrics and logs.
+type Event struct {
+	Kind     EventKind
+	Child    *Child        // started: the new child
+	Exit     Exit          // exited
+	Delay    time.Duration // restarting: the backoff before the next start
+	Restarts int           // restarts within the intensity window so far
+	Err      error         // gave-up: why
+}
+
+// ErrGaveUp is returned by Run when the restart intensity was exceeded or a start failed
+// past the limit.
+var ErrGaveUp = errors.New("supervise: gave up restarting the child")
+
+// Supervisor keeps one child running according to a Spec. Its state belongs to Run's
+// goroutine; other goroutines talk to it through Restart and the Events channel.
+type Supervisor struct {
+	spec    Spec
+	events  chan Event
+	restart chan string
+	log     *zap.Logger
+}
+
+// New returns a supervisor for spec. Read its Events until Run returns: Run waits for
+// each event to be taken.
+func New(spec Spec) *Supervisor {
+	if spec.Restart == "" {
+		spec.Restart = Always
+	}
+	if spec.MinBackoff <= 0 {
+		spec.MinBackoff = 100 * time.Millisecond
+	}
+	if spec.MaxBackoff < spec.MinBackoff {
+		spec.MaxBackoff = max(30*time.Second, spec.MinBackoff)
+	}
+	if spec.StableAfter <= 0 {
+		spec.StableAfter = 10 * time.Second
+	}
+	if spec.Intensity <= 0 && !spec.Unlimited {
+		spec.Intensity = 5
+	}
+	if spec.Window <= 0 {
+		spec.Window = time.Minute
+	}
+	if spec.Clock == nil {
+		spec.Clock = realClock{}
+	}
+	log := spec.Child.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Supervisor{spec: spec, events: make(chan Event), restart: make(chan string, 1), log: log}
+}
+
+// Events delivers what happens to the child, in order. It is closed when Run returns.
+func (s *Supervisor) Events() <-chan Event { return s.events }
+
+// Restart asks for the current child to be killed and started again (a liveness probe that
+// failed, say). It never blocks; a restart already asked for absorbs this one.
+func (s *Supervisor) Restart(reason string) {
+	select {
+	case s.restart <- reason:
+	default:
+	}
+}
+
+type clockAdapter struct{ c Clock }
+
+func (a clockAdapter) Now() time.Time { return a.c.Now() }
+
+// Run starts the child and keeps it running until ctx ends (the child is then stopped with
+// the full sequence, and Run returns nil), the policy says not to restart (nil), or the
+// intensity limit is exceeded (ErrGaveUp).
+func (s *Supervisor) Run(ctx context.Context) error {
+	defer close(s.events)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = s.spec.MinBackoff, s.spec.MaxBackoff
+	b.Multiplier, b.RandomizationFactor, b.MaxElapsedTime = 2, 0.2, 0
+	b.Clock = clockAdapter{s.spec.Clock}
+	b.Reset()
+	var restarts []time.Time
+	for {
+		started := s.spec.Clock.Now()
+		child, err := StartChild(s.spec.Command, &s.spec.Child)
+		var exit Exit
+		if err != nil {
+			exit = Exit{Code: -1, Err: err}
+			s.log.Error("cannot start the child", zap.Error(err))
+		} else {
+			if !s.emit(ctx, Event{Kind: EventStarted, Child: child}) {
+				child.Stop(context.Background())
+				return nil
+			}
+			select {
+			case <-child.Done():
+				exit = child.Exit()
+			case reason := <-s.restart:
+				s.log.Warn("restarting the child on request", zap.String("reason", reason))
+				exit = child.Stop(ctx)
+				exit.Err = fmt.Errorf("restarted: %s", reason)
+			case <-ctx.Done():
+				exit = child.Stop(context.Background())
+				s.emit(context.Background(), Event{Kind: EventExited, Exit: exit})
+				return nil
+			}
+			s.emit(context.Background(), Event{Kind: EventExited, Exit: exit})
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if s.spec.Restart == Never || (s.spec.Restart == OnFailure && !exit.Failed()) {
+			return nil
+		}
+		now := s.spec.Clock.Now()
+		if now.Sub(started) >= s.spec.StableAfter {
+			b.Reset()
+		}
+		restarts = append(restarts, now)
+		for len(restarts) > 0 && now.Sub(restarts[0]) > s.spec.Window {
+			restarts = restarts[1:]
+		}
+		if !s.spec.Unlimited && len(restarts) > s.spec.Intensity {
+			err := fmt.Errorf("%w: %d restarts within %s (last: %s)", ErrGaveUp, len(restarts)-1, s.spec.Window, exit)
+			s.emit(context.Background(), Event{Kind: EventGaveUp, Err: err, Restarts: len(restarts) - 1})
+			return err
+		}
+		delay := b.NextBackOff()
+		if !s.emit(ctx, Event{Kind: EventRestarting, Delay: delay, Restarts: len(restarts)}) {
+			return nil
+		}
+		select {
+		case <-s.spec.Clock.After(delay):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// emit hands an event to the reader of Events; false when ctx ended first.
+func (s *Supervisor) emit(ctx context.Context, e Event) bool {
+	select {
+	case s.events <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
