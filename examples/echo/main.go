@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -49,14 +50,25 @@ func main() {
 				case <-done.C:
 					return mcp.TextResult(fmt.Sprintf("slept %d ms", in.MS)), nil
 				case <-tick.C:
-					req.Progress(float64(time.Since(start).Milliseconds()), float64(in.MS), "sleeping")
+					elapsed := min(time.Since(start).Milliseconds(), int64(in.MS)) // never past the total
+					req.Progress(float64(elapsed), float64(in.MS), "sleeping")
 				}
 			}
 		})
 
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
