@@ -96,9 +96,17 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 	if !req.meta.modern {
 		return run()
 	}
-	bind := &requestState{Method: req.method, Target: target, Args: argsDigest(args)}
-	if p := runtime.PrincipalFrom(ctx); p != nil {
-		bind.Principal = p.ID
+	// The binding is computed only when a requestState is read or issued: hashing the
+	// arguments costs a decode and an encode of them, which plain calls need not pay.
+	var bind *requestState
+	binding := func() *requestState {
+		if bind == nil {
+			bind = &requestState{Method: req.method, Target: target, Args: argsDigest(args)}
+			if p := runtime.PrincipalFrom(ctx); p != nil {
+				bind.Principal = p.ID
+			}
+		}
+		return bind
 	}
 	answers := map[string]json.RawMessage{}
 	if raw := state; raw != nil {
@@ -106,7 +114,7 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 		if json.Unmarshal(raw, &token) != nil {
 			return nil, errInvalidParams("requestState must be a string")
 		}
-		st, err := s.openState(token, bind)
+		st, err := s.openState(token, binding())
 		if err != nil {
 			return nil, errInvalidParams("%v", err)
 		}
@@ -130,7 +138,7 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 	if err == nil || !errors.Is(err, ErrInputRequired) || len(req.asked) == 0 {
 		return res, err
 	}
-	bind.Answers = answers
+	binding().Answers = answers
 	return struct {
 		ResultType    string                  `json:"resultType"`
 		InputRequests map[string]inputRequest `json:"inputRequests"`
