@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -184,6 +185,9 @@ func stringParam(params json.RawMessage, name string) (string, error) {
 }
 
 func asString(raw json.RawMessage, name string) (string, error) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : n-1]), nil // valid JSON already: a string without escapes is its bytes
+	}
 	var v string
 	if raw == nil || json.Unmarshal(raw, &v) != nil {
 		return "", errInvalidParams("%q is required and must be a string", name)
