@@ -68,7 +68,7 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 
 // MCPHandler serves an MCP server over Streamable HTTP, both generations, on one endpoint.
 type MCPHandler struct {
-	s        *mcp.Server
+	headers  func(tool string) []mcp.HeaderParam
 	rt       *runtime.Server
 	opts     MCPOptions
 	log      *zap.Logger
@@ -82,7 +82,16 @@ type MCPHandler struct {
 
 // NewMCPHandler returns a handler for s. Call Close to end its sessions and its janitor.
 func NewMCPHandler(s *mcp.Server, opts *MCPOptions) *MCPHandler {
-	h := &MCPHandler{s: s}
+	return NewMCPProfileHandler(s.Profile(), s.ToolHeaderParams, opts)
+}
+
+// NewMCPProfileHandler serves any MCP profile over Streamable HTTP, not only an mcp.Server's:
+// a bridge to other servers, say. headers reports a tool's mirrored arguments (nil: none).
+func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.HeaderParam, opts *MCPOptions) *MCPHandler {
+	if headers == nil {
+		headers = func(string) []mcp.HeaderParam { return nil }
+	}
+	h := &MCPHandler{headers: headers}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -106,7 +115,7 @@ func NewMCPHandler(s *mcp.Server, opts *MCPOptions) *MCPHandler {
 	if h.log == nil {
 		h.log = runtime.DefaultLogger()
 	}
-	h.rt = s.Runtime(append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
+	h.rt = runtime.NewServer(p, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
 	h.sessions = sessionTable{max: o.MaxSessions, byID: map[string]*legacySession{}}
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.janitor.Add(1)
@@ -429,7 +438,7 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 		return nil
 	}
 	args := jsonrpc.Field(msg.Params, "arguments")
-	for _, p := range h.s.ToolHeaderParams(want) {
+	for _, p := range h.headers(want) {
 		value := args
 		for _, key := range p.Path {
 			value = jsonrpc.Field(value, key)

@@ -1,7 +1,9 @@
 // Command relay is Relay's command line: `relay supervise` runs a stdio server as a
-// self-healing child behind a transparent proxy.
+// self-healing child behind a transparent proxy; `relay bridge` serves one over Streamable
+// HTTP from a pool of supervised children.
 //
 //	relay supervise [flags] -- CMD ARGS...
+//	relay bridge [--listen ADDR] [--pool N] [flags] -- CMD ARGS...
 //
 // Run `relay help` or `relay supervise --help` for the flags.
 package main
@@ -15,9 +17,10 @@ const usage = `relay — Relay's command line
 
 Usage:
   relay supervise [flags] -- CMD [ARGS...]   run a stdio server as a self-healing child
+  relay bridge [flags] -- CMD [ARGS...]      serve a stdio server over Streamable HTTP
   relay help                                 show this help
 
-Run "relay supervise --help" for its flags.
+Run "relay supervise --help" or "relay bridge --help" for their flags.
 `
 
 func main() {
@@ -28,6 +31,8 @@ func main() {
 	switch os.Args[1] {
 	case "supervise":
 		os.Exit(runSupervise(os.Args[2:]))
+	case "bridge":
+		os.Exit(runBridge(os.Args[2:]))
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 	default:

@@ -30,18 +30,80 @@ SIGKILL) and exit. Logs go to stderr.
 Flags:
 `
 
+// childFlags are the flags that say how children are supervised, shared by supervise and
+// bridge.
+type childFlags struct {
+	restart, limit, backoff, replay *string
+	probe, timeout, stopWait        *time.Duration
+	rcp, verbose                    *bool
+}
+
+func addChildFlags(fs *flag.FlagSet) *childFlags {
+	return &childFlags{
+		restart:  fs.String("restart", "always", "restart policy: always, on-failure or never"),
+		limit:    fs.String("restart-limit", "5/1m", "give up after N restarts within DURATION (N/DURATION); 0 never gives up"),
+		backoff:  fs.String("backoff", "100ms..30s", "delay before a restart, doubling from MIN to MAX (MIN..MAX)"),
+		replay:   fs.String("replay", "annotated", "requests re-sent to a restarted child: safe, annotated or none"),
+		probe:    fs.Duration("probe", 0, "probe a child silent this long while requests are pending, and restart it if it does not answer (0: off)"),
+		timeout:  fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)"),
+		stopWait: fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM"),
+		rcp:      fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)"),
+		verbose:  fs.Bool("v", false, "log the child's stderr and lifecycle at info level (default: warnings)"),
+	}
+}
+
+// build turns the flags into a supervision spec and proxy options; the error says which
+// flag is wrong.
+func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOptions, *zap.Logger, error) {
+	spec := supervise.Spec{
+		Command: supervise.Command{Path: cmdArgs[0], Args: cmdArgs[1:]},
+		Restart: supervise.Policy(*f.restart),
+	}
+	var none supervise.ProxyOptions
+	switch spec.Restart {
+	case supervise.Always, supervise.OnFailure, supervise.Never:
+	default:
+		return spec, none, nil, fmt.Errorf("-restart %q: want always, on-failure or never", *f.restart)
+	}
+	if *f.limit == "0" {
+		spec.Unlimited = true
+	} else {
+		n, d, ok := strings.Cut(*f.limit, "/")
+		count, err1 := strconv.Atoi(n)
+		window, err2 := time.ParseDuration(d)
+		if !ok || err1 != nil || err2 != nil || count < 1 {
+			return spec, none, nil, fmt.Errorf("-restart-limit %q: want N/DURATION (e.g. 5/1m) or 0", *f.limit)
+		}
+		spec.Intensity, spec.Window = count, window
+	}
+	lo, hi, ok := strings.Cut(*f.backoff, "..")
+	minB, err1 := time.ParseDuration(lo)
+	maxB, err2 := time.ParseDuration(hi)
+	if !ok || err1 != nil || err2 != nil || minB <= 0 || maxB < minB {
+		return spec, none, nil, fmt.Errorf("-backoff %q: want MIN..MAX (e.g. 100ms..30s)", *f.backoff)
+	}
+	spec.MinBackoff, spec.MaxBackoff = minB, maxB
+	switch supervise.Replay(*f.replay) {
+	case supervise.ReplaySafe, supervise.ReplayAnnotated, supervise.ReplayNone:
+	default:
+		return spec, none, nil, fmt.Errorf("-replay %q: want safe, annotated or none", *f.replay)
+	}
+	level := zapcore.WarnLevel
+	if *f.verbose {
+		level = zapcore.InfoLevel
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level))
+	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log}
+	return spec, supervise.ProxyOptions{Replay: supervise.Replay(*f.replay), ProbeAfter: *f.probe,
+		Timeout: *f.timeout, RCP: *f.rcp, Logger: log}, log, nil
+}
+
 func runSupervise(args []string) int {
 	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), superviseUsage); fs.PrintDefaults() }
-	restart := fs.String("restart", "always", "restart policy: always, on-failure or never")
-	limit := fs.String("restart-limit", "5/1m", "give up after N restarts within DURATION (N/DURATION); 0 never gives up")
-	backoffFlag := fs.String("backoff", "100ms..30s", "delay before a restart, doubling from MIN to MAX (MIN..MAX)")
-	replay := fs.String("replay", "annotated", "requests re-sent to a restarted child: safe, annotated or none")
-	probe := fs.Duration("probe", 0, "probe a child silent this long while requests are pending, and restart it if it does not answer (0: off)")
-	timeout := fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)")
-	stopWait := fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM")
-	rcp := fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)")
-	verbose := fs.Bool("v", false, "log the child's stderr and lifecycle at info level (default: warnings)")
+	flags := addChildFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -53,51 +115,11 @@ func runSupervise(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay supervise: no command; put it after --, e.g. relay supervise -- ./server --stdio")
 		return 2
 	}
-	spec := supervise.Spec{
-		Command: supervise.Command{Path: cmdArgs[0], Args: cmdArgs[1:]},
-		Restart: supervise.Policy(*restart),
-	}
-	switch spec.Restart {
-	case supervise.Always, supervise.OnFailure, supervise.Never:
-	default:
-		fmt.Fprintf(os.Stderr, "relay supervise: -restart %q: want always, on-failure or never\n", *restart)
+	spec, proxyOpts, log, err := flags.build(cmdArgs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay supervise:", err)
 		return 2
 	}
-	if *limit == "0" {
-		spec.Unlimited = true
-	} else {
-		n, d, ok := strings.Cut(*limit, "/")
-		count, err1 := strconv.Atoi(n)
-		window, err2 := time.ParseDuration(d)
-		if !ok || err1 != nil || err2 != nil || count < 1 {
-			fmt.Fprintf(os.Stderr, "relay supervise: -restart-limit %q: want N/DURATION (e.g. 5/1m) or 0\n", *limit)
-			return 2
-		}
-		spec.Intensity, spec.Window = count, window
-	}
-	lo, hi, ok := strings.Cut(*backoffFlag, "..")
-	minB, err1 := time.ParseDuration(lo)
-	maxB, err2 := time.ParseDuration(hi)
-	if !ok || err1 != nil || err2 != nil || minB <= 0 || maxB < minB {
-		fmt.Fprintf(os.Stderr, "relay supervise: -backoff %q: want MIN..MAX (e.g. 100ms..30s)\n", *backoffFlag)
-		return 2
-	}
-	spec.MinBackoff, spec.MaxBackoff = minB, maxB
-	switch supervise.Replay(*replay) {
-	case supervise.ReplaySafe, supervise.ReplayAnnotated, supervise.ReplayNone:
-	default:
-		fmt.Fprintf(os.Stderr, "relay supervise: -replay %q: want safe, annotated or none\n", *replay)
-		return 2
-	}
-	level := zapcore.WarnLevel
-	if *verbose {
-		level = zapcore.InfoLevel
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level))
-	spec.Child = supervise.ChildOptions{StopWait: *stopWait, Logger: log}
-
 	proto, restore, err := stdio.ProtectStdout()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay supervise:", err)
@@ -106,10 +128,7 @@ func runSupervise(args []string) int {
 	defer restore()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err = supervise.Proxy(ctx, supervise.New(spec), stdio.Stdin(), proto, &supervise.ProxyOptions{
-		Replay: supervise.Replay(*replay), ProbeAfter: *probe, Timeout: *timeout, RCP: *rcp, Logger: log,
-	})
-	if err != nil {
+	if err := supervise.Proxy(ctx, supervise.New(spec), stdio.Stdin(), proto, &proxyOpts); err != nil {
 		log.Error("relay supervise is exiting", zap.Error(err))
 		return 1
 	}

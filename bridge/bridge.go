@@ -1,0 +1,153 @@
+// Package bridge serves a stdio MCP server over Streamable HTTP through a pool of supervised
+// children. It is httpx's MCP handler over a profile that forwards instead of serving: every
+// Origin check, auth hook, limit and metric of httpx applies unchanged.
+//
+// Routing: a 2026-07-28 request goes to the least-loaded child that is up. An
+// initialize-generation client is served by the bridge itself, statelessly towards the
+// children: its initialize is answered from what the children declared, and each of its
+// requests is sent to a child as it would be on stdio.
+//
+// Eras, and what each combination does:
+//
+//   - modern client, modern child: forwarded as is;
+//   - legacy client, modern child: the bridge adds the 2026-07-28 _meta (the version, the
+//     client capabilities from its initialize, its log level) to every request, and turns an
+//     input_required answer into server-to-client requests on the client's stream, retrying
+//     with the answers — so sampling and elicitation work;
+//   - modern client, legacy child: the bridge initializes every child itself once (replayed
+//     on restart by the supervisor's proxy), answers server/discover from that, strips _meta
+//     on the way in and adds resultType and serverInfo on the way out;
+//   - legacy client, legacy child: forwarded over the bridge's own initialized connection;
+//     the client's initialize is answered from the child's.
+//
+// Not yet: resource subscriptions and list-changed notifications through the bridge (they
+// are answered, not delivered), and server-to-client requests from a legacy child.
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/supervise"
+)
+
+// Options configures a Bridge.
+type Options struct {
+	// Pool is the number of children (default 1).
+	Pool int
+	// Spec is the children's supervision; its Command is the server to run.
+	Spec supervise.Spec
+	// Proxy tunes each child's proxy (replay policy, probes, timeouts).
+	Proxy supervise.ProxyOptions
+	// Logger logs the pool's life.
+	Logger *zap.Logger
+}
+
+// Bridge is a pool of supervised children behind one MCP profile.
+type Bridge struct {
+	clients []*supervise.Client
+	log     *zap.Logger
+	legacy  bool            // the children speak only the initialize generation
+	init    json.RawMessage // the children's initialize result (legacy), or discover result
+	caps    json.RawMessage
+	info    json.RawMessage
+	stop    context.CancelFunc
+	once    sync.Once
+}
+
+const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// New starts the pool and learns the children's era: a child that answers server/discover is
+// modern; one that does not is initialized (2025-11-25) by the bridge.
+func New(ctx context.Context, opts Options) (*Bridge, error) {
+	if opts.Pool <= 0 {
+		opts.Pool = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	b := &Bridge{log: opts.Logger, stop: stop}
+	for i := range opts.Pool {
+		spec := opts.Spec
+		spec.Command.Name = fmt.Sprintf("%s#%d", nameOf(spec.Command), i)
+		proxy := opts.Proxy
+		b.clients = append(b.clients, supervise.NewClient(ctx, supervise.New(spec), &proxy))
+	}
+	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, rpcErr, err := b.clients[0].Call(probe, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
+	if err == nil && rpcErr == nil {
+		b.init = res
+		b.caps = jsonrpc.Field(res, "capabilities")
+		b.info = jsonrpc.Field(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo)
+		return b, nil
+	}
+	b.legacy = true
+	params := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"relay-bridge","version":"1.0.0"}}`)
+	for _, c := range b.clients {
+		res, rpcErr, err := c.Call(probe, "initialize", params, nil)
+		if err != nil || rpcErr != nil {
+			b.Close()
+			return nil, fmt.Errorf("bridge: the child answered neither server/discover nor initialize: %v %v", err, rpcErr)
+		}
+		c.Notify("notifications/initialized", nil)
+		b.init = res
+	}
+	b.caps = jsonrpc.Field(b.init, "capabilities")
+	b.info = jsonrpc.Field(b.init, "serverInfo")
+	return b, nil
+}
+
+func nameOf(c supervise.Command) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Path
+}
+
+// Close stops every child with the full stop sequence.
+func (b *Bridge) Close() error {
+	var errs []error
+	b.once.Do(func() {
+		for _, c := range b.clients {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		b.stop()
+	})
+	return errors.Join(errs...)
+}
+
+// pick returns the least-loaded child that is up.
+func (b *Bridge) pick() *supervise.Client {
+	var best *supervise.Client
+	for _, c := range b.clients {
+		select {
+		case <-c.Done():
+			continue
+		default:
+		}
+		if best == nil || c.Load() < best.Load() {
+			best = c
+		}
+	}
+	return best
+}
+
+// Profile returns the forwarding MCP profile, for httpx.NewMCPProfileHandler.
+func (b *Bridge) Profile() runtime.Profile {
+	p := mcp.NewServer(mcp.Implementation{Name: "relay-bridge"}, nil).Profile() // MCP's rules
+	p.NewSession = func(*runtime.Peer) runtime.Session { return &session{b: b, logLevel: ""} }
+	return p
+}

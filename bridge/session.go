@@ -1,0 +1,194 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+)
+
+// session is one HTTP connection's (or legacy session's) view of the bridge.
+type session struct {
+	b          *Bridge
+	legacy     bool // the client opened with initialize
+	clientCaps json.RawMessage
+	logLevel   string
+}
+
+func (s *session) Notification(method string, params json.RawMessage) {}
+
+func (s *session) Route(req *runtime.Request) runtime.Route {
+	meta := jsonrpc.Field(req.Params, "_meta")
+	modern := jsonrpc.Field(meta, mcp.MetaProtocolVersion) != nil
+	switch {
+	case modern && req.Method == "server/discover" && s.b.legacy:
+		return runtime.Route{Result: s.b.discoverFromInit()}
+	case modern:
+		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
+	case req.Method == "initialize":
+		return s.initialize(req)
+	case !s.legacy && req.Method != "ping":
+		return runtime.Route{Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "Invalid params: params._meta lacks io.modelcontextprotocol/protocolVersion; send it, or initialize first"}}
+	case req.Method == "ping":
+		return runtime.Route{Result: json.RawMessage(`{}`)}
+	case req.Method == "logging/setLevel" && !s.b.legacy:
+		var level string
+		json.Unmarshal(jsonrpc.Field(req.Params, "level"), &level)
+		s.logLevel = level // sent with every request as _meta logLevel
+		return runtime.Route{Result: json.RawMessage(`{}`)}
+	case (req.Method == "resources/subscribe" || req.Method == "resources/unsubscribe") && !s.b.legacy:
+		return runtime.Route{Result: json.RawMessage(`{}`)} // not yet delivered through the bridge
+	}
+	return runtime.Route{Handler: s.forward(false, !s.b.legacy)}
+}
+
+// initialize answers a legacy client from what the children declared.
+func (s *session) initialize(req *runtime.Request) runtime.Route {
+	var p struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+	}
+	json.Unmarshal(req.Params, &p)
+	version := p.ProtocolVersion
+	if !slices.Contains(mcp.LegacyVersions, version) {
+		version = mcp.LegacyVersions[0]
+	}
+	s.legacy, s.clientCaps = true, p.Capabilities
+	if s.clientCaps == nil {
+		s.clientCaps = json.RawMessage(`{}`)
+	}
+	caps := s.b.caps
+	if caps == nil {
+		caps = json.RawMessage(`{}`)
+	}
+	return runtime.Route{Result: map[string]json.RawMessage{
+		"protocolVersion": mustJSON(version), "capabilities": caps, "serverInfo": s.b.info,
+	}}
+}
+
+func (b *Bridge) discoverFromInit() json.RawMessage {
+	out, _ := json.Marshal(map[string]any{
+		"resultType": "complete", "supportedVersions": mcp.ModernVersions,
+		"capabilities": b.caps, "ttlMs": 0, "cacheScope": "public",
+		"_meta": map[string]json.RawMessage{mcp.MetaServerInfo: b.info},
+	})
+	return out
+}
+
+// forward returns the handler that sends a request to a child. stripMeta: the client is
+// modern, the child legacy; addMeta: the client is legacy, the child modern.
+func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
+	return func(ctx context.Context, rt *runtime.Request) (any, error) {
+		c := s.b.pick()
+		if c == nil {
+			return nil, &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: "Server busy: no child is up; retry later",
+				Data: map[string]any{"retryable": true}}
+		}
+		params := rt.Params
+		if params == nil {
+			params = json.RawMessage(`{}`)
+		}
+		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
+		switch {
+		case stripMeta:
+			params = setField(params, "_meta", keepOnly(jsonrpc.Field(params, "_meta"), "progressToken"))
+		case addMeta:
+			meta := map[string]json.RawMessage{
+				mcp.MetaProtocolVersion:    mustJSON(mcp.Version20260728),
+				mcp.MetaClientCapabilities: s.clientCaps,
+			}
+			if token != nil {
+				meta["progressToken"] = token
+			}
+			if s.logLevel != "" {
+				meta[mcp.MetaLogLevel] = mustJSON(s.logLevel)
+			}
+			params = setField(params, "_meta", mustJSON(meta))
+		}
+		notify := func(method string, p json.RawMessage) {
+			if token != nil && method == "notifications/progress" {
+				p = setField(p, "progressToken", token) // the client's own token
+			}
+			rt.Notify(method, p)
+		}
+		for round := 0; ; round++ {
+			res, rpcErr, err := c.Call(ctx, rt.Method, params, notify)
+			if err != nil {
+				return nil, err
+			}
+			if rpcErr != nil {
+				return nil, rpcErr
+			}
+			if stripMeta {
+				res = modernize(res, s.b.info)
+			}
+			if !addMeta || string(jsonrpc.Field(res, "resultType")) != `"input_required"` || round > 8 {
+				return res, nil
+			}
+			// A legacy client cannot answer input_required: ask it directly, then retry.
+			answers, err := askClient(ctx, rt, jsonrpc.Field(res, "inputRequests"))
+			if err != nil {
+				return nil, err
+			}
+			params = setField(params, "inputResponses", answers)
+			if state := jsonrpc.Field(res, "requestState"); state != nil {
+				params = setField(params, "requestState", state)
+			}
+		}
+	}
+}
+
+// askClient sends each input request to the legacy client as a server-to-client request.
+func askClient(ctx context.Context, rt *runtime.Request, requests json.RawMessage) (json.RawMessage, error) {
+	var asks map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(requests, &asks); err != nil {
+		return nil, fmt.Errorf("bridge: malformed inputRequests: %w", err)
+	}
+	answers := map[string]json.RawMessage{}
+	for key, a := range asks {
+		res, err := rt.Call(ctx, a.Method, a.Params)
+		if err != nil {
+			return nil, err
+		}
+		answers[key] = res
+	}
+	return mustJSON(answers), nil
+}
+
+// modernize adds resultType and serverInfo to a legacy child's result.
+func modernize(res json.RawMessage, info json.RawMessage) json.RawMessage {
+	if jsonrpc.Field(res, "resultType") == nil {
+		res = setField(res, "resultType", json.RawMessage(`"complete"`))
+	}
+	return setField(res, "_meta", setField(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo, info))
+}
+
+func keepOnly(meta json.RawMessage, key string) json.RawMessage {
+	if v := jsonrpc.Field(meta, key); v != nil {
+		return mustJSON(map[string]json.RawMessage{key: v})
+	}
+	return json.RawMessage(`{}`)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func setField(obj json.RawMessage, key string, value json.RawMessage) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	json.Unmarshal(obj, &m)
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[key] = value
+	return mustJSON(m)
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/bridge"
+	"github.com/relayrt/relay/httpx"
+)
+
+const bridgeUsage = `Usage: relay bridge [flags] -- CMD [ARGS...]
+
+Serves CMD, a stdio MCP server, over Streamable HTTP (endpoint /mcp) from a pool of
+supervised children: 2026-07-28 requests go to the least-loaded child, initialize-generation
+clients are served too, requests safe to repeat survive a child's crash, and everything an
+HTTP server of Relay's has (Origin and Host checks, limits, /metrics, /healthz, /readyz,
+graceful shutdown on SIGTERM) applies. The supervise flags below tune the children.
+
+Flags:
+`
+
+func runBridge(args []string) int {
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), bridgeUsage); fs.PrintDefaults() }
+	listen := fs.String("listen", "127.0.0.1:8080", "address to serve HTTP on (loopback unless you choose otherwise)")
+	pool := fs.Int("pool", runtime.NumCPU(), "number of children")
+	origins := fs.String("allow-origin", "", "a browser origin to allow besides loopback ones")
+	flags := addChildFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(fs.Args()) == 0 {
+		fmt.Fprintln(os.Stderr, "relay bridge: no command; put it after --, e.g. relay bridge -- ./server --stdio")
+		return 2
+	}
+	spec, proxyOpts, log, err := flags.build(fs.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, Spec: spec, Proxy: proxyOpts, Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 1
+	}
+	defer b.Close()
+	ops := httpx.NewOps(nil)
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log}
+	if *origins != "" {
+		opts.AllowedOrigins = []string{*origins}
+	}
+	h := httpx.NewMCPProfileHandler(b.Profile(), nil, opts)
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", ops.Handler())
+	fmt.Fprintf(os.Stderr, "relay bridge: serving MCP on http://%s/mcp with %d children\n", *listen, *pool)
+	if err := httpx.ListenAndServe(ctx, *listen, mux, &httpx.ServerOptions{Ops: ops}); err != nil {
+		log.Error("relay bridge is exiting", zap.Error(err))
+		return 1
+	}
+	return 0
+}

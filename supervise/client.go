@@ -1,0 +1,214 @@
+package supervise
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+)
+
+// Client is a JSON-RPC client over a supervised child, for many callers at once: every call
+// gets an id and a progress token of its own, and crashes are handled beneath it by a Proxy
+// (requests safe to repeat are replayed on the new child, the others fail with the restart
+// error). A bridge from HTTP uses one Client per child.
+type Client struct {
+	in      *io.PipeWriter // the proxy's host input; each Write is one whole frame
+	mailbox chan clientMsg
+	done    chan struct{}
+	proxied chan error
+	nextID  atomic.Int64
+	load    atomic.Int64
+	log     *zap.Logger
+}
+
+type clientMsg struct {
+	id     string
+	call   *clientCall // nil: forget id
+	answer chan struct{}
+}
+
+type clientCall struct {
+	reply  chan clientReply // buffered: the router never waits on it
+	notify func(method string, params json.RawMessage)
+}
+
+type clientReply struct {
+	result json.RawMessage
+	err    *jsonrpc.Error
+}
+
+// ErrClientClosed is returned by calls on a Client whose child is gone for good.
+var ErrClientClosed = errors.New("supervise: the client is closed")
+
+// NewClient starts sup's child behind a proxy and returns a client for it. Close stops it.
+func NewClient(ctx context.Context, sup *Supervisor, opts *ProxyOptions) *Client {
+	hostIn, toProxy := io.Pipe()
+	fromProxy, hostOut := io.Pipe()
+	c := &Client{in: toProxy, mailbox: make(chan clientMsg), done: make(chan struct{}), proxied: make(chan error, 1)}
+	c.log = zap.NewNop()
+	if opts != nil && opts.Logger != nil {
+		c.log = opts.Logger
+	}
+	go func() {
+		err := Proxy(ctx, sup, hostIn, hostOut, opts)
+		hostOut.Close()
+		hostIn.Close()
+		c.proxied <- err
+	}()
+	go c.route(fromProxy)
+	return c
+}
+
+// Load reports how many calls are in flight, for least-loaded routing.
+func (c *Client) Load() int64 { return c.load.Load() }
+
+// Done is closed when the client can take no more calls (its supervisor gave up or it was
+// closed).
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Call sends a request and waits for its answer. notify, when not nil, receives the
+// notifications tied to the request (progress, logs) in order. A JSON-RPC error answer is
+// returned as rpcErr; err is for failures of the call itself (ctx ended: the child is sent
+// notifications/cancelled).
+func (c *Client) Call(ctx context.Context, method string, params json.RawMessage,
+	notify func(method string, params json.RawMessage)) (result json.RawMessage, rpcErr *jsonrpc.Error, err error) {
+	c.load.Add(1)
+	defer c.load.Add(-1)
+	id := "c" + strconv.FormatInt(c.nextID.Add(1), 10)
+	idJSON := jsonrpc.StringID(id)
+	if tok := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken"); tok != nil {
+		params = setMeta(params, "progressToken", json.RawMessage(idJSON)) // unique per call
+	}
+	call := &clientCall{reply: make(chan clientReply, 1), notify: notify}
+	if err := c.tell(clientMsg{id: string(idJSON), call: call}); err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.in.Write(append(jsonrpc.AppendRequest(nil, idJSON, method, params), '\n')); err != nil {
+		c.tell(clientMsg{id: string(idJSON)})
+		return nil, nil, ErrClientClosed
+	}
+	select {
+	case r := <-call.reply:
+		return r.result, r.err, nil
+	case <-ctx.Done():
+		c.tell(clientMsg{id: string(idJSON)})
+		cancel, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller went away"})
+		c.in.Write(append(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancel), '\n'))
+		return nil, nil, ctx.Err()
+	case <-c.done:
+		return nil, nil, ErrClientClosed
+	}
+}
+
+// Notify sends a notification to the child.
+func (c *Client) Notify(method string, params json.RawMessage) error {
+	_, err := c.in.Write(append(jsonrpc.AppendNotification(nil, method, params), '\n'))
+	return err
+}
+
+func (c *Client) tell(m clientMsg) error {
+	m.answer = make(chan struct{})
+	select {
+	case c.mailbox <- m:
+		<-m.answer
+		return nil
+	case <-c.done:
+		return ErrClientClosed
+	}
+}
+
+// Close ends the child's input; the proxy finishes what is in flight and stops the child
+// with the full sequence. It returns the proxy's error (ErrGaveUp if it had given up).
+func (c *Client) Close() error {
+	c.in.Close()
+	<-c.done
+	return <-c.proxied
+}
+
+// route is the client's actor: it owns the table of calls and reads what the proxy writes.
+func (c *Client) route(r io.Reader) {
+	frames := make(chan []byte)
+	go func() { // the reader, owned by route: it ends when the proxy's output closes
+		defer close(frames)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			frames <- append([]byte(nil), sc.Bytes()...)
+		}
+	}()
+	calls := map[string]*clientCall{}
+	defer func() {
+		close(c.done)
+		for range frames {
+		}
+	}()
+	for {
+		select {
+		case m := <-c.mailbox:
+			if m.call != nil {
+				calls[m.id] = m.call
+			} else {
+				delete(calls, m.id)
+			}
+			close(m.answer)
+		case f, ok := <-frames:
+			if !ok {
+				for _, call := range calls {
+					call.reply <- clientReply{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+						Message: "Internal error: the server is gone", Data: map[string]any{"retryable": false}}}
+				}
+				return
+			}
+			c.frame(f, calls)
+		}
+	}
+}
+
+func (c *Client) frame(f []byte, calls map[string]*clientCall) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil && m.Kind != jsonrpc.KindResponse {
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		call := calls[string(m.ID)]
+		if call == nil {
+			return
+		}
+		delete(calls, string(m.ID))
+		if m.Error != nil {
+			var e jsonrpc.Error
+			json.Unmarshal(m.Error, &e)
+			call.reply <- clientReply{err: &e}
+			return
+		}
+		call.reply <- clientReply{result: m.Result}
+	case jsonrpc.KindNotification:
+		key := jsonrpc.Field(m.Params, "progressToken")
+		if key == nil {
+			key = jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), "io.modelcontextprotocol/subscriptionId")
+		}
+		call := calls[string(key)]
+		if key == nil && len(calls) == 1 {
+			// A log message names no request: over stdio it is attributed to the one call in
+			// flight, when there is exactly one; otherwise nobody can tell, and it is dropped.
+			for _, only := range calls {
+				call = only
+			}
+		}
+		if call != nil && call.notify != nil {
+			call.notify(m.Method, m.Params)
+		}
+	case jsonrpc.KindRequest: // the child asks its client something: a Client cannot answer
+		c.log.Warn("the child asked its client something a supervise.Client cannot answer", zap.String("method", m.Method))
+		c.in.Write(append(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "Method not found: this client does not serve " + m.Method}), '\n'))
+	}
+}
