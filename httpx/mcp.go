@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,16 +67,11 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 
 // MCPHandler serves an MCP server over Streamable HTTP, both generations, on one endpoint.
 type MCPHandler struct {
-	headers  func(tool string) []mcp.HeaderParam
-	rt       *runtime.Server
-	opts     MCPOptions
-	log      *zap.Logger
-	sessions sessionTable
-
-	base     context.Context // cancelled by Close: every dispatcher drains
-	stop     context.CancelFunc
-	janitor  sync.WaitGroup
-	closeOne sync.Once
+	headers func(tool string) []mcp.HeaderParam
+	rt      *runtime.Server
+	opts    MCPOptions
+	log     *zap.Logger
+	sessionHost
 }
 
 // NewMCPHandler returns a handler for s. Call Close to end its sessions and its janitor.
@@ -116,43 +110,19 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		h.log = runtime.DefaultLogger()
 	}
 	h.rt = runtime.NewServer(p, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
-	h.sessions = sessionTable{max: o.MaxSessions, byID: map[string]*legacySession{}}
-	h.base, h.stop = context.WithCancel(context.Background())
-	h.janitor.Add(1)
-	go h.expireSessions()
+	h.start(o.MaxSessions, o.SessionIdle)
 	return h
 }
 
 // Close ends every session (their dispatchers drain) and stops the janitor. Streams still
 // open are told the server is going away through their requests' Draining channel.
 func (h *MCPHandler) Close() error {
-	h.closeOne.Do(func() {
-		h.stop()
-		h.janitor.Wait()
-		for _, s := range h.sessions.all() {
-			s.close()
-			<-s.done
-		}
-	})
+	h.close()
 	return nil
 }
 
 // Sessions reports how many initialize-generation sessions are open.
 func (h *MCPHandler) Sessions() int { return h.sessions.len() }
-
-func (h *MCPHandler) expireSessions() {
-	defer h.janitor.Done()
-	tick := time.NewTicker(max(h.opts.SessionIdle/4, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-h.base.Done():
-			return
-		case <-tick.C:
-			h.sessions.expire(h.opts.SessionIdle)
-		}
-	}
-}
 
 func (h *MCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	ob := h.opts.Ops.begin("mcp")

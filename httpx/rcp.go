@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,17 +46,12 @@ type RCPOptions struct {
 // RCPHandler serves an RCP/1 server over its HTTP binding (R §5.2): every well-formed
 // JSON-RPC answer, errors included, is 200; other statuses are refusals before dispatch.
 type RCPHandler struct {
-	s         *rcp.Server
-	rt        *runtime.Server
-	opts      RCPOptions
-	log       *zap.Logger
-	sessions  sessionTable
+	s    *rcp.Server
+	rt   *runtime.Server
+	opts RCPOptions
+	log  *zap.Logger
+	sessionHost
 	streaming bool
-
-	base     context.Context
-	stop     context.CancelFunc
-	janitor  sync.WaitGroup
-	closeOne sync.Once
 }
 
 // NewRCPHandler returns a handler for s. Call Close to end its sessions.
@@ -89,36 +83,14 @@ func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
 		profile = s.Profile()
 	}
 	h.rt = runtime.NewServer(profile, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
-	h.sessions = sessionTable{max: o.MaxSessions, byID: map[string]*legacySession{}}
 	h.streaming = s.Advertises("streaming")
-	h.base, h.stop = context.WithCancel(context.Background())
-	h.janitor.Add(1)
-	go func() {
-		defer h.janitor.Done()
-		tick := time.NewTicker(max(o.SessionIdle/4, 10*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-h.base.Done():
-				return
-			case <-tick.C:
-				h.sessions.expire(o.SessionIdle)
-			}
-		}
-	}()
+	h.start(o.MaxSessions, o.SessionIdle)
 	return h
 }
 
 // Close ends every session and the janitor.
 func (h *RCPHandler) Close() error {
-	h.closeOne.Do(func() {
-		h.stop()
-		h.janitor.Wait()
-		for _, s := range h.sessions.all() {
-			s.close()
-			<-s.done
-		}
-	})
+	h.close()
 	return nil
 }
 

@@ -316,3 +316,44 @@ func (t *sessionTable) len() int {
 	defer t.mu.Unlock()
 	return len(t.byID)
 }
+
+// sessionHost owns a handler's sessions, the context their dispatchers run under, and the
+// janitor that expires idle ones.
+type sessionHost struct {
+	sessions sessionTable
+	base     context.Context // cancelled by close: every dispatcher drains
+	stop     context.CancelFunc
+	janitor  sync.WaitGroup
+	closeOne sync.Once
+}
+
+func (h *sessionHost) start(maxSessions int, idle time.Duration) {
+	h.sessions = sessionTable{max: maxSessions, byID: map[string]*legacySession{}}
+	h.base, h.stop = context.WithCancel(context.Background())
+	h.janitor.Add(1)
+	go func() {
+		defer h.janitor.Done()
+		tick := time.NewTicker(max(idle/4, 10*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.base.Done():
+				return
+			case <-tick.C:
+				h.sessions.expire(idle)
+			}
+		}
+	}()
+}
+
+// close ends every session, waiting for each to drain, and stops the janitor.
+func (h *sessionHost) close() {
+	h.closeOne.Do(func() {
+		h.stop()
+		h.janitor.Wait()
+		for _, s := range h.sessions.all() {
+			s.close()
+			<-s.done
+		}
+	})
+}
