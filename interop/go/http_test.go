@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,13 +60,16 @@ func TestA13_StreamableHTTPModernClient(t *testing.T) {
 	url := startHTTP(t, everythingBin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var mu sync.Mutex
 	var progress []float64
 	client := mcp.NewClient(&mcp.Implementation{Name: "relay-interop-http", Version: "1.0.0"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "interop-model", Content: &mcp.TextContent{Text: "sampled over HTTP"}}, nil
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
 			progress = append(progress, req.Params.Progress)
+			mu.Unlock()
 		},
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
@@ -89,8 +93,11 @@ func TestA13_StreamableHTTPModernClient(t *testing.T) {
 	if res, err = cs.CallTool(ctx, params); err != nil || res.IsError {
 		t.Fatalf("test_tool_with_progress: %v %+v", err, res)
 	}
-	if len(progress) < 3 {
-		t.Errorf("progress over the POST's SSE stream: %v", progress)
+	mu.Lock()
+	got := len(progress)
+	mu.Unlock()
+	if got < 3 {
+		t.Errorf("progress over the POST's SSE stream: %d notifications", got)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "hello"}})
 	if err != nil || res.IsError {
