@@ -37,6 +37,10 @@ type MCPOptions struct {
 	ProtectedResource *ProtectedResourceMetadata
 	// MaxBody is the largest request body accepted (default 16 MiB); larger ones get 413.
 	MaxBody int64
+	// MaxResponse bounds one answer (default 64 MiB): a larger one is replaced by an
+	// internal error that says so. MaxInFlight bounds the POSTs served at once across all
+	// clients (default 4,096); past it they get 503 with Retry-After.
+	MaxResponse, MaxInFlight int
 	// MaxSessions bounds the initialize-generation sessions (default 1,000).
 	MaxSessions int
 	// SessionIdle is how long an unused session lives (default 10 minutes).
@@ -72,6 +76,7 @@ type MCPHandler struct {
 	opts    MCPOptions
 	log     *zap.Logger
 	sessionHost
+	limits
 }
 
 // NewMCPHandler returns a handler for s. Call Close to end its sessions and its janitor.
@@ -110,6 +115,7 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		h.log = runtime.DefaultLogger()
 	}
 	h.rt = runtime.NewServer(p, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
+	h.limits = newLimits(o.MaxInFlight, o.MaxResponse)
 	h.start(o.MaxSessions, o.SessionIdle)
 	return h
 }
@@ -211,6 +217,13 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if r = h.authenticate(w, r); r == nil {
 		return
 	}
+	if !h.enter() {
+		w.Header().Set("Retry-After", "1")
+		writeJSONError(w, http.StatusServiceUnavailable, nil, &jsonrpc.Error{Code: mcp.CodeServerBusy,
+			Message: "Server busy: at its limit of requests in flight; retry shortly", Data: map[string]any{"retryable": true}})
+		return
+	}
+	defer h.leave()
 	if wait, ok := h.opts.Ops.allow(r); !ok {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		writeJSONError(w, http.StatusTooManyRequests, nil, &jsonrpc.Error{Code: mcp.CodeServerBusy,
@@ -487,6 +500,9 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 		case o, ok := <-frames:
 			if !ok {
 				return true
+			}
+			if o.Frame = h.capAnswer(o.Frame, o.Final); o.Frame == nil {
+				continue // a notification over the response limit
 			}
 			if !o.Final {
 				if !sseOK {

@@ -32,6 +32,8 @@ type RCPOptions struct {
 	AllowedHosts   []string
 	Authenticator  Authenticator
 	MaxBody        int64
+	// MaxResponse and MaxInFlight are as in MCPOptions.
+	MaxResponse, MaxInFlight int
 	// MaxSessions and SessionIdle bound session mode (defaults 1,000 and 10 minutes).
 	MaxSessions int
 	SessionIdle time.Duration
@@ -51,6 +53,7 @@ type RCPHandler struct {
 	opts RCPOptions
 	log  *zap.Logger
 	sessionHost
+	limits
 	streaming bool
 }
 
@@ -84,6 +87,7 @@ func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
 	}
 	h.rt = runtime.NewServer(profile, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
 	h.streaming = s.Advertises("streaming")
+	h.limits = newLimits(o.MaxInFlight, o.MaxResponse)
 	h.start(o.MaxSessions, o.SessionIdle)
 	return h
 }
@@ -157,6 +161,13 @@ func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"Rate limited: too many requests from this client; retry after "+retryAfterSeconds(wait)+" s")
 		return
 	}
+	if !h.enter() {
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, http.StatusServiceUnavailable, rcp.CodeBackendUnavailable,
+			"Backend unavailable: the server is at its limit of requests in flight; retry shortly")
+		return
+	}
+	defer h.leave()
 	if method == "" {
 		observationOf(r).setMethod("batch")
 	} else {
@@ -327,7 +338,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 				return
 			}
 			if !o.Final {
-				if sseOK && o.Request != nil {
+				if frame := h.capAnswer(o.Frame, false); sseOK && o.Request != nil && frame != nil {
 					if sse == nil {
 						sse = startSSE(w)
 						h.opts.Ops.stream("rcp", 1)
@@ -338,7 +349,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 				continue
 			}
 			observationOf(r).answered(o.Frame)
-			answer := o.Frame
+			answer := h.capAnswer(o.Frame, true)
 			if compact {
 				answer = []byte(strings.Replace(string(answer), string(compactID), "null", 1))
 			}
