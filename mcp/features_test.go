@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/mcp"
@@ -239,5 +240,37 @@ func TestMiddlewareSeesPrincipalAndTimeoutAnswers(t *testing.T) {
 	}
 	if len(seen) != 1 || seen[0] != "tools/call by alice" {
 		t.Errorf("middleware saw %v", seen)
+	}
+}
+
+func TestOutputSchema_StructuredContentMustConform(t *testing.T) {
+	// DIGEST A14: with an outputSchema, structuredContent MUST conform to it.
+	type out struct {
+		Sum int `json:"sum"`
+	}
+	outSchema, _ := jsonschema.For[out](nil)
+	s := mcp.NewServer(mcp.Implementation{Name: "o", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "add", OutputSchema: outSchema}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (*mcp.CallToolResult, error) {
+		if in.A < 0 {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"sum": "not a number"}}, nil
+		}
+		sum := in.A + in.B
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(sum)}}, StructuredContent: out{Sum: sum}}, nil
+	})
+	c := connect(t, s)
+	r := result(t, c.call(1, "tools/call", `{"name":"add","arguments":{"a":2,"b":3},`+modernMeta+`}`))
+	if sc, _ := r["structuredContent"].(map[string]any); sc["sum"] != float64(5) {
+		t.Fatalf("structuredContent %v", r["structuredContent"])
+	}
+	var listed struct{ Tools []map[string]any }
+	json.Unmarshal(c.call(2, "tools/list", `{`+modernMeta+`}`)["result"], &listed)
+	if listed.Tools[0]["outputSchema"] == nil {
+		t.Error("tools/list does not show the outputSchema")
+	}
+	if m := c.call(3, "tools/call", `{"name":"add","arguments":{"a":-1,"b":3},`+modernMeta+`}`); code(m) != -32603 {
+		t.Fatalf("non-conforming structuredContent must not be sent: %s", m["error"])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,52 @@ func TestProgressNeedsStreaming(t *testing.T) {
 	conn.Close()
 	if len(frames) != 2 || strings.Contains(fmt.Sprint(frames), "progress\"") {
 		t.Fatalf("frames %q", frames)
+	}
+}
+
+func TestOversizedFrameIs32013WithNullID(t *testing.T) {
+	// DIGEST C1/C2: a frame over the limit is answered -32013 (PayloadTooLarge), id null, and
+	// the next frame is served.
+	in := make(chan runtime.Inbound, 2)
+	out := make(chan []byte, 4)
+	done := make(chan error, 1)
+	go func() { done <- testServer().Runtime(runtime.WithLogger(zap.NewNop())).Serve(context.Background(), in, out) }()
+	in <- runtime.Inbound{TooLarge: 1024}
+	in <- runtime.Inbound{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`)}
+	close(in)
+	var frames []string
+	for f := range out {
+		frames = append(frames, string(f))
+	}
+	<-done
+	if len(frames) != 2 || !strings.Contains(frames[0], `"id":null`) || !strings.Contains(frames[0], `"code":-32013`) ||
+		!strings.Contains(frames[1], `"id":1,"result"`) {
+		t.Fatalf("frames %q", frames)
+	}
+}
+
+func TestNoNaNEverEmitted(t *testing.T) {
+	// DIGEST C1: never NaN or Infinity on the wire, even when a handler produces one.
+	s := rcp.NewServer(rcp.Implementation{Name: "nan"}, nil)
+	s.Advertise("retrieve", map[string]any{"maxK": 1})
+	s.Handle("retrieve", func(ctx context.Context, req *rcp.Request) (any, error) {
+		return map[string]any{"hits": []any{map[string]any{"id": "x", "score": math.NaN()}}}, nil
+	})
+	conn := s.Runtime(runtime.WithLogger(zap.NewNop())).Connect(context.Background())
+	ctx := context.Background()
+	conn.Send(ctx, []byte(initOK))
+	conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":2,"method":"retrieve","params":{"query":"q"}}`))
+	conn.CloseInput()
+	var all string
+	for {
+		f, err := conn.Receive(ctx)
+		if err != nil {
+			break
+		}
+		all += string(f)
+	}
+	conn.Close()
+	if strings.Contains(all, "NaN") || strings.Contains(all, "Inf") || !strings.Contains(all, `"id":2,"error"`) {
+		t.Fatalf("output %s", all)
 	}
 }
