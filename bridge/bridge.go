@@ -90,6 +90,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		b.init = res
 		b.caps = jsonrpc.Field(res, "capabilities")
 		b.info = jsonrpc.Field(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo)
+		b.learnTools(probe, json.RawMessage(`{"_meta":`+modernMeta+`}`))
 		return b, nil
 	}
 	b.legacy = true
@@ -105,7 +106,16 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	}
 	b.caps = jsonrpc.Field(b.init, "capabilities")
 	b.info = jsonrpc.Field(b.init, "serverInfo")
+	b.learnTools(probe, json.RawMessage(`{}`))
 	return b, nil
+}
+
+// learnTools lists the tools through every child's proxy, so that each proxy knows which
+// calls its child annotated as safe to repeat before a client ever asks.
+func (b *Bridge) learnTools(ctx context.Context, params json.RawMessage) {
+	for _, c := range b.clients {
+		c.Call(ctx, "tools/list", params, nil)
+	}
 }
 
 func nameOf(c supervise.Command) string {
@@ -119,14 +129,54 @@ func nameOf(c supervise.Command) string {
 func (b *Bridge) Close() error {
 	var errs []error
 	b.once.Do(func() {
-		for _, c := range b.clients {
-			if err := c.Close(); err != nil {
+		results := make(chan error, len(b.clients))
+		for _, c := range b.clients { // all at once: each stop may wait out its child
+			go func() { results <- c.Close() }()
+		}
+		for range b.clients {
+			if err := <-results; err != nil {
 				errs = append(errs, err)
 			}
 		}
 		b.stop()
 	})
 	return errors.Join(errs...)
+}
+
+// pin and unpin route a 2026-07-28 retry to the child that issued its requestState: each
+// child signs with its own key, so a state is prefixed with the child's index on the way
+// out, and the prefix chooses the child on the way back in.
+func pin(state json.RawMessage, child int) json.RawMessage {
+	var s string
+	if json.Unmarshal(state, &s) != nil {
+		return state
+	}
+	out, _ := json.Marshal(fmt.Sprintf("relay%d.%s", child, s))
+	return out
+}
+
+func (b *Bridge) unpin(state json.RawMessage) (json.RawMessage, *supervise.Client) {
+	var s string
+	if json.Unmarshal(state, &s) != nil {
+		return state, nil
+	}
+	var i int
+	var rest string
+	if n, _ := fmt.Sscanf(s, "relay%d.", &i); n != 1 || i < 0 || i >= len(b.clients) {
+		return state, nil
+	}
+	rest = s[len(fmt.Sprintf("relay%d.", i)):]
+	out, _ := json.Marshal(rest)
+	return out, b.clients[i]
+}
+
+func (b *Bridge) index(c *supervise.Client) int {
+	for i, x := range b.clients {
+		if x == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // pick returns the least-loaded child that is up.

@@ -93,6 +93,11 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 		if params == nil {
 			params = json.RawMessage(`{}`)
 		}
+		if state := jsonrpc.Field(params, "requestState"); state != nil {
+			if inner, owner := s.b.unpin(state); owner != nil {
+				params, c = setField(params, "requestState", inner), owner // back to the child that signed it
+			}
+		}
 		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
 		switch {
 		case stripMeta:
@@ -127,7 +132,13 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if stripMeta {
 				res = modernize(res, s.b.info)
 			}
-			if !addMeta || string(jsonrpc.Field(res, "resultType")) != `"input_required"` || round > 8 {
+			inputRequired := string(jsonrpc.Field(res, "resultType")) == `"input_required"`
+			if !addMeta && inputRequired {
+				if state := jsonrpc.Field(res, "requestState"); state != nil {
+					res = setField(res, "requestState", pin(state, s.b.index(c)))
+				}
+			}
+			if !addMeta || !inputRequired || round > 8 {
 				return res, nil
 			}
 			// A legacy client cannot answer input_required: ask it directly, then retry.

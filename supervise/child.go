@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -41,7 +42,7 @@ func (e Exit) String() string {
 	case e.Err != nil:
 		return "wait failed: " + e.Err.Error()
 	case e.Signal != 0:
-		return "killed by " + e.Signal.String()
+		return fmt.Sprintf("ended by signal %d (%s)", int(e.Signal), e.Signal)
 	}
 	return fmt.Sprintf("exit code %d", e.Code)
 }
@@ -97,7 +98,7 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	}
 	// Descendants inherit the mark, which is how orphans re-parented here are told apart
 	// from children of the host program's own.
-	c.Env = append(c.Env, markEnv+"="+strconv.Itoa(os.Getpid()))
+	c.Env = append(slices.Clip(c.Env), markEnv+"="+strconv.Itoa(os.Getpid())) // never the caller's array
 	c.SysProcAttr = processAttrs()
 	stdin, err := c.StdinPipe()
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 // they are built with -race too, and every test fails if a server reports a data race on
 // its stderr.
 var (
-	echoBin string
+	echoBin  string
+	relayBin string // relay (./cmd/relay), for the relay bridge tests
 
 	// everythingBin is empty when examples/everything does not build (yet);
 	// everythingErr then says why, and its tests skip.
@@ -32,6 +33,12 @@ func TestMain(m *testing.M) {
 	}
 	echoBin = filepath.Join(dir, "echo")
 	if err := build(echoBin, "./examples/echo"); err != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, "interop:", err)
+		os.Exit(2)
+	}
+	relayBin = filepath.Join(dir, "relay")
+	if err := build(relayBin, "./cmd/relay"); err != nil {
 		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		os.Exit(2)
