@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // AppendResult appends a response carrying result, which must be valid JSON.
@@ -67,14 +68,69 @@ func appendCall(dst []byte, method string, params []byte) []byte {
 }
 
 // appendString appends s as a JSON string.
-func appendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(dst, b...)
-		}
-	}
+func appendString(dst []byte, s string) []byte { return AppendString(dst, s) }
+
+const hexDigits = "0123456789abcdef"
+
+// load8 reads 8 bytes of s as a little-endian word (the compiler makes it one load).
+func load8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// AppendString appends s as a JSON string: quotes, backslashes and control characters
+// escaped, invalid UTF-8 replaced by U+FFFD and U+2028 and U+2029 escaped (as encoding/json
+// does), everything else copied as it is. Runs of plain ASCII are checked 8 bytes at a time.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	dst = append(dst, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			x := load8(s, i)
+			if anyBelow(x, 0x20)|anyEqual(x, '"')|anyEqual(x, '\\')|(x&msb) == 0 {
+				i += 8
+				continue
+			}
+		}
+		c := s[i]
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf:
+			i++
+			continue
+		case c < utf8.RuneSelf:
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }

@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+)
 
 // maxDepth bounds nesting so that a hostile frame cannot exhaust the stack; it matches the
 // limit of encoding/json.
@@ -57,11 +60,30 @@ func skipLiteral(d []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
+// SWAR ("SIMD within a register") tests on 8 bytes at once: any byte below 0x20, equal to
+// '"' or to '\\'. They are exact for "any", which is all the scanner asks.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+func anyBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) & ^x & msb }
+func anyEqual(x uint64, b byte) uint64 { return anyBelow(x^(lsb*uint64(b)), 1) }
+
+// plain8 reports whether the 8 bytes at d[i:] hold no quote, backslash or control byte.
+func plain8(d []byte, i int) bool {
+	x := binary.LittleEndian.Uint64(d[i:])
+	return anyBelow(x, 0x20)|anyEqual(x, '"')|anyEqual(x, '\\') == 0
+}
+
 // skipString validates the string starting at the quote d[i] and returns the index past its
 // closing quote.
 func skipString(d []byte, i int) (int, error) {
 	i++
 	for {
+		for i+8 <= len(d) && plain8(d, i) { // long strings: 8 bytes a step
+			i += 8
+		}
 		for i < len(d) && strSafe[d[i]] {
 			i++
 		}

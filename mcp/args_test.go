@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -129,5 +130,30 @@ func TestHeaderParams_DIGEST_A13_Constraints(t *testing.T) {
 		if _, err := headerParams("t", schema(props)); err == nil {
 			t.Errorf("%s: accepted %s", rule, props)
 		}
+	}
+}
+
+func TestAppendText_SameJSONAsTheGeneralEncoder(t *testing.T) {
+	for _, r := range []*CallToolResult{
+		TextResult("plain"),
+		TextResult("quotes \" and \\ and\nnew lines, é, 🙂, \u2028, <html>"),
+		ErrorResult("failed"),
+		{Content: []Content{}},
+		{Content: []Content{&TextContent{Text: "a"}, &TextContent{Text: ""}}},
+	} {
+		fast, ok := r.appendText(nil)
+		if !ok {
+			t.Fatalf("text-only result took the slow path: %+v", r)
+		}
+		slow, _ := json.Marshal(r.wireForm())
+		var a, b any
+		json.Unmarshal(fast, &a)
+		json.Unmarshal(slow, &b)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("fast %s\nslow %s", fast, slow)
+		}
+	}
+	if _, ok := (&CallToolResult{Content: []Content{&ImageContent{Data: []byte{1}}}}).appendText(nil); ok {
+		t.Error("an image result must take the general encoder")
 	}
 }

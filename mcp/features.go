@@ -80,6 +80,9 @@ func encodeResult(res any) (json.RawMessage, error) {
 	case json.RawMessage:
 		return r, nil
 	case *CallToolResult:
+		if raw, ok := r.appendText(nil); ok {
+			return raw, nil
+		}
 		return json.Marshal(r.wireForm()) // not through MarshalJSON: that costs encoding/json a second pass
 	case nil:
 		return json.RawMessage("{}"), nil

@@ -66,6 +66,33 @@ type callToolWire struct {
 	IsError           bool           `json:"isError,omitempty"`
 }
 
+// appendText encodes the common result — text items only, nothing else — without
+// encoding/json's reflection and its second pass over the output: a large echo spends most of
+// its time here otherwise. ok is false for any other result.
+func (r *CallToolResult) appendText(dst []byte) (out []byte, ok bool) {
+	if r.Meta != nil || r.StructuredContent != nil {
+		return nil, false
+	}
+	dst = append(dst, `{"content":[`...)
+	for i, c := range r.Content {
+		t, isText := c.(*TextContent)
+		if !isText || t.Meta != nil || t.Annotations != nil {
+			return nil, false
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"text","text":`...)
+		dst = jsonrpc.AppendString(dst, t.Text)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if r.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}'), true
+}
+
 func (r *CallToolResult) wireForm() *callToolWire {
 	return &callToolWire{r.Meta, wireContents(r.Content), r.StructuredContent, r.IsError}
 }
