@@ -198,19 +198,29 @@ func asString(raw json.RawMessage, name string) (string, error) {
 	return v, nil
 }
 
-// interactiveParams are the members every interactive request is read for, in one pass.
-var interactiveParams = []string{"name", "uri", "arguments", "requestState", "inputResponses"}
+// topParams are the members of params the server reads, all in the one pass the session
+// makes when it routes a request (a large tools/call is not scanned again).
+var topParams = []string{"_meta", "name", "uri", "arguments", "requestState", "inputResponses"}
 
 const (
-	pName = iota
+	pMeta = iota
+	pName
 	pURI
 	pArguments
 	pRequestState
 	pInputResponses
 )
 
-func readInteractive(params json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, len(interactiveParams))
-	jsonrpc.Fields(params, interactiveParams, out)
+func readParams(params json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(topParams))
+	jsonrpc.Fields(params, topParams, out)
 	return out
+}
+
+// readInteractive returns the members read when the request was routed.
+func readInteractive(req *Request) []json.RawMessage {
+	if req.meta.params != nil {
+		return req.meta.params
+	}
+	return readParams(req.rt.Params)
 }

@@ -98,7 +98,7 @@ func (s *Server) listPrompts(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
-	params := readInteractive(req.rt.Params)
+	params := readInteractive(req)
 	name, err := asString(params[pName], "name")
 	if err != nil {
 		return nil, err

@@ -46,6 +46,7 @@ type requestMeta struct {
 	progressToken json.RawMessage // raw string or integer; nil when absent
 	logLevel      int             // index into levelRank; -1 sends no log messages
 	trace         runtime.TraceContext
+	params        []json.RawMessage // the members of params in topParams, read once at routing
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and

@@ -137,7 +137,7 @@ func (s *Server) listTemplates(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
-	params := readInteractive(req.rt.Params)
+	params := readInteractive(req)
 	uri, err := asString(params[pURI], "uri")
 	if err != nil {
 		return nil, err

@@ -40,18 +40,19 @@ var removedMethods = []string{
 }
 
 func (ss *session) Route(req *runtime.Request) runtime.Route {
-	meta := jsonrpc.Field(req.Params, "_meta")
+	params := readParams(req.Params)
+	meta := params[pMeta]
 	if meta != nil && !jsonrpc.IsObject(meta) {
 		return runtime.Route{Err: errInvalidParams("_meta must be an object")}
 	}
 	if pv := jsonrpc.Field(meta, MetaProtocolVersion); pv != nil {
-		return ss.routeModern(req, meta, pv)
+		return ss.routeModern(req, meta, pv, params)
 	}
 	if req.Method == "initialize" {
 		return ss.initialize(req)
 	}
 	if ss.legacy != nil {
-		return ss.routeLegacy(req, meta)
+		return ss.routeLegacy(req, meta, params)
 	}
 	if req.Method == "ping" {
 		return runtime.Route{Result: json.RawMessage("{}")}
@@ -61,7 +62,7 @@ func (ss *session) Route(req *runtime.Request) runtime.Route {
 		MetaProtocolVersion)}
 }
 
-func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) runtime.Route {
+func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage, params []json.RawMessage) runtime.Route {
 	var version string
 	if json.Unmarshal(pv, &version) != nil {
 		return runtime.Route{Err: errInvalidParams("_meta %q must be a string", MetaProtocolVersion)}
@@ -74,7 +75,7 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 	if !slices.Contains(ModernVersions, version) {
 		return runtime.Route{Err: errUnsupportedVersion(version)}
 	}
-	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1, trace: traceOf(meta)}
+	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1, trace: traceOf(meta), params: params}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}
@@ -101,9 +102,9 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage) r
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
 }
 
-func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage) runtime.Route {
+func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage, params []json.RawMessage) runtime.Route {
 	l := ss.legacy
-	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel, trace: traceOf(meta)}
+	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel, trace: traceOf(meta), params: params}
 	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}

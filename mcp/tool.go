@@ -208,7 +208,7 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	p := readInteractive(req.rt.Params)
+	p := readInteractive(req)
 	name, err := asString(p[pName], "name")
 	if err != nil {
 		return nil, err
