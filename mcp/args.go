@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -19,6 +23,13 @@ import (
 type flatArgs struct {
 	types    map[string]string
 	required []string
+	fields   map[string]flatField // how to decode each property straight into the struct; nil: use encoding/json
+}
+
+// flatField is where a property lands in the arguments struct.
+type flatField struct {
+	index int
+	kind  reflect.Kind
 }
 
 func flatSchema(s *jsonschema.Schema) *flatArgs {
@@ -40,6 +51,97 @@ func flatSchema(s *jsonschema.Schema) *flatArgs {
 		f.types[name] = p.Type
 	}
 	return f
+}
+
+// fieldsOf maps the JSON names of a flat struct's fields to their place, as encoding/json
+// names them; nil when the struct has anything this decoder does not handle (embedded
+// fields, pointers, other kinds), which then falls back to encoding/json.
+func fieldsOf(t reflect.Type) map[string]flatField {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]flatField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil
+		}
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		switch f.Type.Kind() {
+		case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64,
+			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		default:
+			return nil
+		}
+		if f.Type.Name() != f.Type.Kind().String() { // a named type may have its own UnmarshalJSON
+			return nil
+		}
+		out[name] = flatField{index: i, kind: f.Type.Kind()}
+	}
+	return out
+}
+
+// decode sets the struct v (a pointer) from args, which check has validated. It returns
+// false when a value needs encoding/json after all (an escaped string, an out-of-range
+// number), and the caller decodes the whole with encoding/json.
+func (f *flatArgs) decode(args []byte, v any) bool {
+	if f.fields == nil {
+		return false
+	}
+	s := reflect.ValueOf(v).Elem()
+	ok := true
+	jsonrpc.EachMember(args, func(key, value []byte) bool {
+		fd, known := f.fields[string(key)]
+		if !known {
+			ok = false
+			return false
+		}
+		field := s.Field(fd.index)
+		switch fd.kind {
+		case reflect.String:
+			body := value[1 : len(value)-1]
+			if bytes.IndexByte(body, '\\') >= 0 || !utf8.Valid(body) {
+				ok = false // escapes to resolve, or bytes encoding/json would replace
+				return false
+			}
+			field.SetString(string(body))
+		case reflect.Bool:
+			field.SetBool(value[0] == 't')
+		case reflect.Float32, reflect.Float64:
+			n, err := strconv.ParseFloat(string(value), field.Type().Bits())
+			if err != nil || field.OverflowFloat(n) {
+				ok = false
+				return false
+			}
+			field.SetFloat(n)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			n, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || field.OverflowInt(n) {
+				ok = false
+				return false
+			}
+			field.SetInt(n)
+		default: // unsigned
+			n, err := strconv.ParseUint(string(value), 10, 64)
+			if err != nil || field.OverflowUint(n) {
+				ok = false
+				return false
+			}
+			field.SetUint(n)
+		}
+		return true
+	})
+	return ok
 }
 
 // check validates the members of args (a JSON object) and names the first offending field.

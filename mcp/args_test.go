@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -30,6 +31,11 @@ func agree(t testing.TB, flat *flatArgs, full *jsonschema.Resolved, args []byte)
 		var in flatIn // the struct decode is part of the fast path: it checks ranges
 		if err := json.Unmarshal(args, &in); err != nil {
 			fastErr = err
+		} else if flat.fields != nil {
+			var direct flatIn
+			if flat.decode(args, &direct) && direct != in {
+				t.Errorf("the direct decode of %s gives %+v; encoding/json %+v", args, direct, in)
+			}
 		}
 	}
 	fullErr := full.Validate(inst)
@@ -50,6 +56,9 @@ func flatFixture(t testing.TB) (*flatArgs, *jsonschema.Resolved) {
 	flat := flatSchema(schema)
 	if flat == nil {
 		t.Fatal("a struct of scalars must take the fast path")
+	}
+	if flat.fields = fieldsOf(reflect.TypeFor[flatIn]()); flat.fields == nil {
+		t.Fatal("a struct of scalars must decode directly")
 	}
 	full, err := schema.Resolve(nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -130,7 +131,9 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 			panic(fmt.Sprintf("mcp: cannot derive the input schema of tool %q: %v", t.Name, err))
 		}
 		def.InputSchema = schema
-		flat = flatSchema(schema)
+		if flat = flatSchema(schema); flat != nil {
+			flat.fields = fieldsOf(reflect.TypeFor[In]())
+		}
 	}
 	headers, err := headerParams(t.Name, def.InputSchema)
 	if err != nil {
@@ -159,8 +162,11 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 			}
 		}
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return invalidArguments(t.Name, err), nil
+		if flat == nil || !flat.decode(args, &in) {
+			in = *new(In)
+			if err := json.Unmarshal(args, &in); err != nil {
+				return invalidArguments(t.Name, err), nil
+			}
 		}
 		return h(ctx, req, in)
 	}
