@@ -333,8 +333,8 @@ func EachMember(obj []byte, fn func(key, value []byte) bool) {
 	}
 	i = skipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
-		keyEnd, err := skipString(obj, i)
-		if err != nil {
+		keyEnd := skipStringTrusted(obj, i)
+		if keyEnd < i+2 {
 			return
 		}
 		key := obj[i+1 : keyEnd-1]
@@ -342,8 +342,8 @@ func EachMember(obj []byte, fn func(key, value []byte) bool) {
 			key = unescapeKey(obj[i:keyEnd])
 		}
 		start := skipSpace(obj, skipSpace(obj, keyEnd)+1)
-		end, err := skipValue(obj, start, 1)
-		if err != nil || !fn(key, obj[start:end]) {
+		end := skipTrusted(obj, start)
+		if start >= end || !fn(key, obj[start:end]) {
 			return
 		}
 		i = skipSpace(obj, end)
