@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,7 @@ type Command struct {
 type Exit struct {
 	Code   int            // the exit code, or -1 when a signal ended it
 	Signal syscall.Signal // the signal that ended it, or 0
-	Err    error          // a failure to wait for it, if any
+	Err    error          // why the supervisor ended it (a restart), or a failure to wait for it
 }
 
 // Failed reports whether the exit was not a clean exit with code 0.
@@ -40,7 +41,7 @@ func (e Exit) Failed() bool { return e.Code != 0 || e.Signal != 0 || e.Err != ni
 func (e Exit) String() string {
 	switch {
 	case e.Err != nil:
-		return "wait failed: " + e.Err.Error()
+		return e.Err.Error()
 	case e.Signal != 0:
 		return fmt.Sprintf("ended by signal %d (%s)", int(e.Signal), e.Signal)
 	}
@@ -66,7 +67,9 @@ type Child struct {
 	log    *zap.Logger
 	wait   time.Duration
 	frames chan []byte
-	out    chan []byte // to the writer actor
+	qmu    sync.Mutex
+	queue  [][]byte      // to the writer actor
+	kick   chan struct{} // wakes the writer actor
 	stdin  io.WriteCloser
 	done   chan struct{}
 	exit   Exit
@@ -118,7 +121,7 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	live.add(c.Process.Pid)
 	ch := &Child{
 		name: name, cmd: c, pid: c.Process.Pid, log: o.Logger.With(zap.String("child", name), zap.Int("pid", c.Process.Pid)),
-		wait: o.StopWait, frames: make(chan []byte, 256), out: make(chan []byte, 256), stdin: stdin,
+		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
 		done: make(chan struct{}), closed: make(chan struct{}),
 	}
 	readDone := make(chan struct{})
@@ -127,12 +130,18 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	go ch.drainStderr(stderr, errDone)
 	go ch.writeStdin()
 	go func() { // the waiter: the child's exit is the last thing this actor reports
-		<-readDone
-		<-errDone
-		ch.exit = exitOf(c.Wait())
+		st, err := c.Process.Wait() // the process, not the pipes: a grandchild may hold them
 		live.remove(ch.pid)
 		ch.killGroup(syscall.SIGKILL) // whatever is left of its group dies with it
-		reapOrphans()
+		reapOrphans(ch.pid)           // and the orphans that left it (they may hold stdout)
+		<-readDone
+		<-errDone
+		stdout.Close()
+		stderr.Close()
+		if err == nil && !st.Success() {
+			err = &exec.ExitError{ProcessState: st}
+		}
+		ch.exit = exitOf(err)
 		close(ch.done)
 	}()
 	return ch, nil
@@ -163,14 +172,14 @@ func (c *Child) Send(frame []byte) error {
 		return ErrExited
 	default:
 	}
+	c.qmu.Lock()
+	c.queue = append(c.queue, frame)
+	c.qmu.Unlock()
 	select {
-	case c.out <- frame:
-		return nil
-	case <-c.closed:
-		return ErrStdinClosed
-	case <-c.done:
-		return ErrExited
+	case c.kick <- struct{}{}:
+	default:
 	}
+	return nil
 }
 
 // Errors of Send.
@@ -253,25 +262,29 @@ func (c *Child) drainStderr(r io.Reader, done chan<- struct{}) {
 func (c *Child) writeStdin() {
 	defer c.stdin.Close()
 	w := bufio.NewWriterSize(c.stdin, 64<<10)
+	take := func() [][]byte {
+		c.qmu.Lock()
+		defer c.qmu.Unlock()
+		q := c.queue
+		c.queue = nil
+		return q
+	}
 	for {
 		select {
-		case f := <-c.out:
-			w.Write(f)
-			w.WriteByte('\n')
-			for drained := false; !drained; { // coalesce what is queued into one write
-				select {
-				case f := <-c.out:
-					w.Write(f)
-					w.WriteByte('\n')
-				default:
-					drained = true
-				}
+		case <-c.kick:
+			for _, f := range take() {
+				w.Write(f)
+				w.WriteByte('\n')
 			}
 			if w.Flush() != nil {
 				c.CloseStdin()
 				return
 			}
 		case <-c.closed:
+			for _, f := range take() {
+				w.Write(f)
+				w.WriteByte('\n')
+			}
 			w.Flush()
 			return
 		case <-c.done:

@@ -63,6 +63,7 @@ func killDescendants(pid int) {
 	var walk func(int)
 	walk = func(p int) {
 		for _, c := range children[p] {
+			killed.add(c)
 			syscall.Kill(c, syscall.SIGKILL)
 			walk(c)
 		}
@@ -74,18 +75,38 @@ func killDescendants(pid int) {
 // to this process (as a subreaper): nothing else would ever reap them. Only processes that
 // carry this process's mark in their environment are touched, so children the host program
 // started itself are left alone, and wait4 on a specific pid leaves every other status be.
-func reapOrphans() {
+func reapOrphans(group int) {
 	me := os.Getpid()
 	mark := markEnv + "=" + strconv.Itoa(me)
 	for pid, ppid := range procs() {
-		if ppid != me || live.has(pid) || !hasEnv(pid, mark) {
+		if ppid != me || live.has(pid) {
+			continue
+		}
+		if !hasEnv(pid, mark) && !killed.has(pid) && !(group > 0 && pgrpOf(pid) == group) {
 			continue
 		}
 		syscall.Kill(pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		syscall.Wait4(pid, &ws, 0, nil)
+		killed.remove(pid)
 	}
 }
+
+func pgrpOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 3 {
+		return 0
+	}
+	g, _ := strconv.Atoi(f[2])
+	return g
+}
+
+var killed = &pidSet{m: map[int]bool{}}
 
 func hasEnv(pid int, entry string) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")

@@ -234,6 +234,11 @@ func (p *proxy) event(e Event) {
 			p.replay()
 		}
 	case EventExited:
+		if p.childOut != nil { // answers written before the exit are still buffered: deliver them
+			for f := range p.childOut {
+				p.fromChild(f)
+			}
+		}
 		if e.Exit.Failed() && !p.hostDone {
 			p.log.Warn("the child exited", zap.String("exit", e.Exit.String()))
 		} else {
@@ -291,12 +296,16 @@ func (p *proxy) replayable(r *pending) bool {
 
 // replay re-sends the surviving requests to the new child, then what queued meanwhile.
 func (p *proxy) replay() {
+	var again []*pending // collected first: send adds to p.pend, which must not grow while walked
 	for id, r := range p.pend {
 		if r.replayed && !r.internal {
 			delete(p.pend, id)
 			delete(p.byHost, string(r.hostID))
-			p.send(r)
+			again = append(again, r)
 		}
+	}
+	for _, r := range again {
+		p.send(r)
 	}
 	queue := p.queue
 	p.queue = nil

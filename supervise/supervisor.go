@@ -153,6 +153,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			exit = Exit{Code: -1, Err: err}
 			s.log.Error("cannot start the child", zap.Error(err))
 		} else {
+			select { // a restart asked for before this child existed is not for it
+			case <-s.restart:
+			default:
+			}
 			if !s.emit(ctx, Event{Kind: EventStarted, Child: child}) {
 				child.Stop(context.Background())
 				return nil

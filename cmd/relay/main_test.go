@@ -1,0 +1,630 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// The tests run the built relay binary. Its child is either the built examples/echo or this
+// test binary re-executed as a small stdio server (chosen by rtChildEnv in TestMain).
+const rtChildEnv = "RELAY_TEST_CHILD"
+
+var rtBin, rtEcho string
+
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(rtChildEnv); ok {
+		os.Exit(rtChild(mode))
+	}
+	dir, err := os.MkdirTemp("", "relay-test")
+	if err != nil {
+		panic(err)
+	}
+	rtBin, rtEcho = filepath.Join(dir, "relay"), filepath.Join(dir, "echo")
+	for _, b := range [][2]string{{rtBin, "."}, {rtEcho, "../../examples/echo"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// ---- the child: a small MCP-ish stdio server ----
+
+// rtChild serves echo and sleep (annotated readOnlyHint and idempotentHint), danger (not
+// annotated), pid, and exit; mode "exit=N" exits with N at once.
+func rtChild(mode string) int {
+	if n, ok := strings.CutPrefix(mode, "exit="); ok {
+		code, _ := strconv.Atoi(n)
+		return code
+	}
+	var mu sync.Mutex
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		mu.Lock()
+		os.Stdout.Write(append(b, '\n'))
+		mu.Unlock()
+	}
+	text := func(id json.RawMessage, s string) {
+		write(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}})
+	}
+	safe := map[string]any{"readOnlyHint": true, "idempotentHint": true}
+	r := bufio.NewReader(os.Stdin)
+	for {
+		line, err := r.ReadBytes('\n')
+		var m struct {
+			ID     json.RawMessage
+			Method string
+			Params struct {
+				Name      string
+				Arguments struct {
+					Text string
+					MS   int
+					Code int
+				}
+			}
+		}
+		if json.Unmarshal(line, &m) == nil && m.ID != nil {
+			a := m.Params.Arguments
+			switch {
+			case m.Method == "tools/list":
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": []any{
+					map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}, "annotations": safe},
+					map[string]any{"name": "sleep", "inputSchema": map[string]any{"type": "object"}, "annotations": safe},
+					map[string]any{"name": "danger", "inputSchema": map[string]any{"type": "object"}},
+				}}})
+			case m.Method != "tools/call":
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
+			case m.Params.Name == "echo":
+				text(m.ID, a.Text)
+			case m.Params.Name == "danger":
+				text(m.ID, "danger:"+a.Text)
+			case m.Params.Name == "pid":
+				text(m.ID, strconv.Itoa(os.Getpid()))
+			case m.Params.Name == "exit":
+				os.Exit(a.Code)
+			case m.Params.Name == "sleep":
+				go func(id json.RawMessage) {
+					time.Sleep(time.Duration(a.MS) * time.Millisecond)
+					text(id, fmt.Sprintf("slept %d ms", a.MS))
+				}(m.ID)
+			}
+		}
+		if err != nil {
+			return 0
+		}
+	}
+}
+
+// rtSelf is the command line of this test binary as a child.
+func rtSelf(t *testing.T) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{exe}
+}
+
+// ---- running relay ----
+
+type rtRun struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	stderr  bytes.Buffer
+	wmu     sync.Mutex
+	next    atomic.Int64
+	mu      sync.Mutex
+	waits   map[string]chan rtReply
+	answers map[string]int
+	notes   map[string]int
+	stray   []string
+	read    chan struct{}
+	exited  chan struct{}
+	waitErr error
+}
+
+type rtReply struct {
+	Result json.RawMessage
+	Error  *struct {
+		Code    int64
+		Message string
+		Data    map[string]any
+	}
+}
+
+func (r rtReply) text() string {
+	var res struct{ Content []struct{ Text string } }
+	json.Unmarshal(r.Result, &res)
+	if len(res.Content) == 0 {
+		return ""
+	}
+	return res.Content[0].Text
+}
+
+func (r rtReply) isRestartError() bool {
+	return r.Error != nil && r.Error.Code == -32603 && r.Error.Data["reason"] == "server restarted"
+}
+
+func (r rtReply) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("error %d %q %v", r.Error.Code, r.Error.Message, r.Error.Data)
+	}
+	return string(r.Result)
+}
+
+// rtStart runs relay with args; childMode, when set, is given to children that are this
+// test binary.
+func rtStart(t *testing.T, childMode string, args ...string) *rtRun {
+	t.Helper()
+	cmd := exec.Command(rtBin, args...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	if childMode != "" {
+		cmd.Env = append(cmd.Env, rtChildEnv+"="+childMode)
+	}
+	r := &rtRun{t: t, cmd: cmd, waits: map[string]chan rtReply{}, answers: map[string]int{}, notes: map[string]int{},
+		read: make(chan struct{}), exited: make(chan struct{})}
+	cmd.Stderr = &r.stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.in = in
+	go r.readLoop(out)
+	go func() { <-r.read; r.waitErr = cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-r.exited:
+		default:
+			cmd.Process.Kill()
+			<-r.exited
+		}
+		if t.Failed() {
+			t.Logf("relay's stderr:\n%s", rtTail(r.stderr.String(), 3000))
+		}
+	})
+	return r
+}
+
+func rtTail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func (r *rtRun) readLoop(out io.Reader) {
+	defer close(r.read)
+	br := bufio.NewReaderSize(out, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 1 {
+			var m struct {
+				ID     json.RawMessage
+				Method string
+			}
+			if json.Unmarshal(line, &m) != nil {
+				r.t.Errorf("relay wrote a malformed frame: %q", line)
+			} else if m.Method != "" {
+				r.mu.Lock()
+				r.notes[m.Method]++
+				r.mu.Unlock()
+			} else {
+				var rep rtReply
+				json.Unmarshal(line, &rep)
+				r.mu.Lock()
+				r.answers[string(m.ID)]++
+				if w, ok := r.waits[string(m.ID)]; !ok {
+					r.stray = append(r.stray, string(line))
+				} else if r.answers[string(m.ID)] == 1 {
+					w <- rep
+				}
+				r.mu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (r *rtRun) send(method string, params any) <-chan rtReply {
+	id := strconv.FormatInt(r.next.Add(1), 10)
+	ch := make(chan rtReply, 1)
+	r.mu.Lock()
+	r.waits[id] = ch
+	r.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	r.wmu.Lock()
+	r.in.Write(append(b, '\n'))
+	r.wmu.Unlock()
+	return ch
+}
+
+func (r *rtRun) notify(method string, params any) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	r.wmu.Lock()
+	r.in.Write(append(b, '\n'))
+	r.wmu.Unlock()
+}
+
+func (r *rtRun) call(method string, params any) rtReply {
+	r.t.Helper()
+	select {
+	case rep := <-r.send(method, params):
+		return rep
+	case <-time.After(15 * time.Second):
+		r.t.Fatalf("%s: no answer within 15 s", method)
+	}
+	return rtReply{}
+}
+
+func (r *rtRun) note(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.notes[method]
+}
+
+// exit closes relay's stdin (unless closeIn is false) and returns its exit code.
+func (r *rtRun) exit(closeIn bool, within time.Duration) int {
+	r.t.Helper()
+	if closeIn {
+		r.in.Close()
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(within):
+		r.t.Fatalf("relay did not exit within %s", within)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.waits {
+		if n := r.answers[id]; n != 1 {
+			r.t.Errorf("request %s got %d answers, want exactly 1", id, n)
+		}
+	}
+	for _, s := range r.stray {
+		r.t.Errorf("an answer to no request: %s", s)
+	}
+	var ee *exec.ExitError
+	if errors.As(r.waitErr, &ee) {
+		return ee.ExitCode()
+	}
+	if r.waitErr != nil {
+		r.t.Fatalf("relay: %v", r.waitErr)
+	}
+	return 0
+}
+
+// ---- /proc ----
+
+func rtStat(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0][0], ppid, true
+}
+
+// rtChildrenOf returns the live (not zombie) children of pid.
+func rtChildrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pp, ok := rtStat(p); ok && pp == pid && st != 'Z' {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// rtChildOf waits for a live child of relay other than not.
+func rtChildOf(t *testing.T, relay, not int) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range rtChildrenOf(relay) {
+			if p != not {
+				return p
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("relay %d has no new child", relay)
+	return 0
+}
+
+// rtNothingLeft checks that no process supervised by relay (marked in its environment)
+// still runs, and that this process has no zombie.
+func rtNothingLeft(t *testing.T, relay int) {
+	t.Helper()
+	mark := "RELAY_SUPERVISED_BY=" + strconv.Itoa(relay)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(b, []byte(mark+"\x00")) {
+			t.Errorf("process %d started by relay %d is still running", p, relay)
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		if st, pp, ok := rtStat(p); ok && pp == os.Getpid() && st == 'Z' {
+			t.Errorf("zombie %d left", p)
+		}
+	}
+}
+
+func rtRunOnce(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(rtBin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	cmd.Stdin = strings.NewReader("")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, o.String(), e.String()
+}
+
+// ---- tests ----
+
+func TestHelp(t *testing.T) {
+	code, out, errOut := rtRunOnce(t, "supervise", "--help")
+	if code != 0 {
+		t.Errorf("relay supervise --help exited %d, want 0", code)
+	}
+	usage := out + errOut
+	for _, want := range []string{"Usage: relay supervise [flags] -- CMD", "-restart-limit", "-backoff", "-replay", "-probe", "-timeout", "-stop-wait"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("relay supervise --help does not print %q:\n%s", want, usage)
+		}
+	}
+	code, out, _ = rtRunOnce(t, "help")
+	if code != 0 || !strings.Contains(out, "relay supervise [flags] -- CMD") {
+		t.Errorf("relay help: exit %d, %q", code, out)
+	}
+}
+
+func TestBadUsageExits2(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"supervise"}, "no command; put it after --"},
+		{[]string{"supervise", "--"}, "no command; put it after --"},
+		{[]string{"supervise", "--nope", "--", "x"}, "flag provided but not defined: -nope"},
+		{[]string{"supervise", "--restart", "sometimes", "--", "x"}, `-restart "sometimes": want always, on-failure or never`},
+		{[]string{"supervise", "--restart-limit", "lots", "--", "x"}, `-restart-limit "lots": want N/DURATION`},
+		{[]string{"supervise", "--restart-limit", "0/1m", "--", "x"}, `-restart-limit "0/1m"`},
+		{[]string{"supervise", "--restart-limit", "5/soon", "--", "x"}, `-restart-limit "5/soon"`},
+		{[]string{"supervise", "--backoff", "50ms..10ms", "--", "x"}, `-backoff "50ms..10ms": want MIN..MAX`},
+		{[]string{"supervise", "--backoff", "10ms", "--", "x"}, `-backoff "10ms"`},
+		{[]string{"supervise", "--replay", "sometimes", "--", "x"}, `-replay "sometimes": want safe, annotated or none`},
+		{[]string{"supervise", "--probe", "banana", "--", "x"}, `invalid value "banana" for flag -probe`},
+	} {
+		code, _, errOut := rtRunOnce(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("relay %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, rtTail(errOut, 300), c.want)
+		}
+	}
+}
+
+// End to end: the built relay with the built examples/echo as the child, a 2026-07-28 host
+// and a legacy one, each through crashes.
+func TestSuperviseEchoEndToEnd(t *testing.T) {
+	modern := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	t.Run("modern", func(t *testing.T) {
+		r := rtStart(t, "", "supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--stop-wait", "500ms", "--", rtEcho)
+		relay := r.cmd.Process.Pid
+		list := r.call("tools/list", map[string]any{"_meta": modern})
+		if !strings.Contains(string(list.Result), `"name":"sleep"`) || !strings.Contains(string(list.Result), `"readOnlyHint":true`) {
+			t.Fatalf("tools/list = %v", list)
+		}
+		prev := 0
+		for crash := 0; crash < 3; crash++ {
+			pid := rtChildOf(t, relay, prev)
+			if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": modern}); rep.text() != "hi" {
+				t.Errorf("echo = %v", rep)
+			}
+			slow := r.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}, "_meta": modern})
+			time.Sleep(50 * time.Millisecond)
+			syscall.Kill(pid, syscall.SIGKILL) // the sleep in flight is annotated: replayed
+			select {
+			case rep := <-slow:
+				if rep.text() != "slept 300 ms" {
+					t.Errorf("sleep in flight at the crash = %v, want it replayed", rep)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("sleep: no answer")
+			}
+			prev = pid
+		}
+		if code := r.exit(true, 10*time.Second); code != 0 {
+			t.Errorf("relay exited %d after EOF, want 0", code)
+		}
+		rtNothingLeft(t, relay)
+	})
+	t.Run("legacy", func(t *testing.T) {
+		r := rtStart(t, "", "supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--", rtEcho)
+		relay := r.cmd.Process.Pid
+		if rep := r.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "legacy", "version": "1"}}); rep.Error != nil {
+			t.Fatalf("initialize = %v", rep)
+		}
+		r.notify("notifications/initialized", nil)
+		if rep := r.call("logging/setLevel", map[string]any{"level": "debug"}); rep.Error != nil {
+			t.Fatalf("setLevel = %v", rep)
+		}
+		r.call("tools/list", map[string]any{})
+		pid := rtChildOf(t, relay, 0)
+		changed := r.note("notifications/tools/list_changed")
+		syscall.Kill(pid, syscall.SIGKILL)
+		for deadline := time.Now().Add(10 * time.Second); r.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "again"}}); rep.text() != "again" {
+			t.Errorf("echo after the crash, without initializing again = %v", rep)
+		}
+		if code := r.exit(true, 10*time.Second); code != 0 {
+			t.Errorf("relay exited %d after EOF, want 0", code)
+		}
+		rtNothingLeft(t, relay)
+	})
+}
+
+// The chaos test through the binary: `relay supervise --restart-limit 0 --backoff
+// 10ms..50ms -- <test binary>`, a load of concurrent requests, the child SIGKILLed on a
+// seeded schedule.
+func TestSuperviseChaos(t *testing.T) {
+	const seed, workers, crashes, minReqs = 7, 12, 12, 800
+	r := rtStart(t, "echo", append([]string{"supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--stop-wait", "500ms", "--"}, rtSelf(t)...)...)
+	relay := r.cmd.Process.Pid
+	if list := r.call("tools/list", map[string]any{}); !strings.Contains(string(list.Result), "danger") {
+		t.Fatalf("tools/list = %v", list)
+	}
+	var (
+		issued, total, restartErrs atomic.Int64
+		killsDone                  atomic.Bool
+		wg                         sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := issued.Add(1)
+				if killsDone.Load() && i > minReqs {
+					return
+				}
+				text := fmt.Sprintf("r%d", i)
+				kind := [...]string{"echo", "sleep", "danger", "echo", "danger"}[i%5]
+				ch := r.send("tools/call", map[string]any{"name": kind, "arguments": map[string]any{"text": text, "ms": int(i % 20)}})
+				var rep rtReply
+				select {
+				case rep = <-ch:
+				case <-time.After(20 * time.Second):
+					t.Errorf("%s %s: no answer (lost)", kind, text)
+					return
+				}
+				total.Add(1)
+				switch {
+				case kind == "echo" && rep.text() == text:
+				case kind == "sleep" && rep.text() == fmt.Sprintf("slept %d ms", i%20):
+				case kind == "danger" && rep.text() == "danger:"+text:
+				case kind == "danger" && rep.isRestartError():
+					restartErrs.Add(1)
+				default:
+					t.Errorf("%s %s: %v", kind, text, rep)
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	prev := 0
+	for k := 0; k < crashes; k++ {
+		pid := rtChildOf(t, relay, prev)
+		time.Sleep(time.Duration(30+rng.IntN(70)) * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGKILL)
+		prev = pid
+	}
+	killsDone.Store(true)
+	wg.Wait()
+	t.Logf("seed %d: %d requests, %d crashes, 0 lost, %d restart errors", seed, total.Load(), crashes, restartErrs.Load())
+	if code := r.exit(true, 15*time.Second); code != 0 {
+		t.Errorf("relay exited %d after EOF, want 0", code)
+	}
+	rtNothingLeft(t, relay)
+}
+
+// Past the restart limit relay answers what is pending with the restart error and exits
+// non-zero.
+func TestSuperviseGivesUpExitsNonZero(t *testing.T) {
+	r := rtStart(t, "exit=3", append([]string{"supervise", "--restart-limit", "2/1m", "--backoff", "1ms..2ms", "--"}, rtSelf(t)...)...)
+	relay := r.cmd.Process.Pid
+	ch := r.send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
+	select {
+	case rep := <-ch:
+		if !rep.isRestartError() {
+			t.Errorf("answer = %v, want the restart error", rep)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no answer")
+	}
+	if code := r.exit(false, 15*time.Second); code == 0 {
+		t.Error("relay exited 0 after giving up, want non-zero")
+	}
+	if !strings.Contains(r.stderr.String(), "gave up") {
+		t.Errorf("stderr does not say it gave up:\n%s", rtTail(r.stderr.String(), 2000))
+	}
+	rtNothingLeft(t, relay)
+}
+
+// SIGTERM to relay stops the child and exits 0.
+func TestSuperviseSIGTERM(t *testing.T) {
+	r := rtStart(t, "echo", append([]string{"supervise", "--"}, rtSelf(t)...)...)
+	relay := r.cmd.Process.Pid
+	if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); rep.text() != "x" {
+		t.Fatalf("echo = %v", rep)
+	}
+	child := rtChildOf(t, relay, 0)
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if code := r.exit(false, 10*time.Second); code != 0 {
+		t.Errorf("relay exited %d after SIGTERM, want 0", code)
+	}
+	if _, _, ok := rtStat(child); ok {
+		t.Errorf("child %d still exists", child)
+	}
+	rtNothingLeft(t, relay)
+	r.in.Close()
+}

@@ -1,0 +1,853 @@
+package supervise
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tpHost is a host driving Proxy over io.Pipe, with real children behind it. It counts
+// every answer per id, so a lost or a doubled answer is seen.
+type tpHost struct {
+	t        *testing.T
+	in       *io.PipeWriter // the host's frames to the proxy
+	wmu      sync.Mutex
+	next     atomic.Int64
+	mu       sync.Mutex
+	waits    map[string]chan tpReply
+	answers  map[string]int
+	notes    map[string]int // notifications by method
+	stray    []string       // answers to ids never asked
+	readDone chan struct{}
+	proxied  chan error
+	cancel   context.CancelFunc
+	closed   bool
+	err      error
+	gate     sync.Mutex // held to stop reading the proxy's output (a slow host)
+}
+
+type tpReply struct {
+	Result json.RawMessage
+	Error  *struct {
+		Code    int64
+		Message string
+		Data    map[string]any
+	}
+}
+
+func (r tpReply) text() string {
+	var res struct{ Content []struct{ Text string } }
+	json.Unmarshal(r.Result, &res)
+	if len(res.Content) == 0 {
+		return ""
+	}
+	return res.Content[0].Text
+}
+
+func (r tpReply) isRestartError() bool {
+	return r.Error != nil && r.Error.Code == -32603 && r.Error.Data["reason"] == "server restarted"
+}
+
+func (r tpReply) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("error %d %q %v", r.Error.Code, r.Error.Message, r.Error.Data)
+	}
+	return string(r.Result)
+}
+
+func tpStart(t *testing.T, spec Spec, opts *ProxyOptions) *tpHost {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &tpHost{t: t, in: inW, waits: map[string]chan tpReply{}, answers: map[string]int{},
+		notes: map[string]int{}, readDone: make(chan struct{}), proxied: make(chan error, 1), cancel: cancel}
+	go func() {
+		err := Proxy(ctx, New(spec), inR, outW, opts)
+		outW.Close()
+		inR.Close() // Proxy does not own its input: unblock its reader if the host is still open
+		h.proxied <- err
+	}()
+	go h.read(outR)
+	t.Cleanup(func() {
+		if !h.closed {
+			cancel()
+			inW.Close()
+			<-h.proxied
+			<-h.readDone
+		}
+		tcNoProcessesLeft(t)
+	})
+	return h
+}
+
+func (h *tpHost) read(r io.Reader) {
+	defer close(h.readDone)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		h.gate.Lock()
+		h.gate.Unlock()
+		line, err := br.ReadBytes('\n')
+		if len(line) > 1 {
+			var m struct {
+				ID     json.RawMessage
+				Method string
+			}
+			if json.Unmarshal(line, &m) != nil {
+				h.t.Errorf("the proxy wrote a malformed frame: %q", line)
+			} else if m.Method != "" {
+				h.mu.Lock()
+				h.notes[m.Method]++
+				h.mu.Unlock()
+			} else {
+				var rep tpReply
+				json.Unmarshal(line, &rep)
+				id := string(m.ID)
+				h.mu.Lock()
+				h.answers[id]++
+				w, ok := h.waits[id]
+				if !ok {
+					h.stray = append(h.stray, string(line))
+				} else if h.answers[id] == 1 {
+					w <- rep
+				}
+				h.mu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (h *tpHost) write(frame []byte) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	h.in.Write(append(frame, '\n'))
+}
+
+// send sends a request and returns the channel its answer arrives on.
+func (h *tpHost) send(method string, params any) (string, <-chan tpReply) {
+	id := strconv.FormatInt(h.next.Add(1), 10)
+	ch := make(chan tpReply, 1)
+	h.mu.Lock()
+	h.waits[id] = ch
+	h.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
+	h.write(b)
+	return id, ch
+}
+
+func (h *tpHost) notify(method string, params any) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	h.write(b)
+}
+
+func (h *tpHost) wait(ch <-chan tpReply, within time.Duration) (tpReply, bool) {
+	select {
+	case r := <-ch:
+		return r, true
+	case <-time.After(within):
+		return tpReply{}, false
+	}
+}
+
+func (h *tpHost) call(method string, params any) tpReply {
+	h.t.Helper()
+	_, ch := h.send(method, params)
+	r, ok := h.wait(ch, 15*time.Second)
+	if !ok {
+		h.t.Fatalf("%s: no answer within 15 s", method)
+	}
+	return r
+}
+
+func (h *tpHost) tool(name string, args map[string]any) tpReply {
+	h.t.Helper()
+	return h.call("tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+func (h *tpHost) note(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.notes[method]
+}
+
+// close ends the host's input (EOF) and returns Proxy's error. It then checks that every
+// request got exactly one answer and nothing else was answered.
+func (h *tpHost) close(within time.Duration) error {
+	h.t.Helper()
+	h.in.Close()
+	select {
+	case h.err = <-h.proxied:
+	case <-time.After(within):
+		h.t.Fatalf("Proxy did not return within %s of EOF", within)
+	}
+	h.closed = true
+	<-h.readDone
+	h.checkAnswers()
+	return h.err
+}
+
+// stop cancels Proxy's context instead, and returns its error.
+func (h *tpHost) stop(within time.Duration) error {
+	h.t.Helper()
+	h.cancel()
+	select {
+	case h.err = <-h.proxied:
+	case <-time.After(within):
+		h.t.Fatalf("Proxy did not return within %s of its context ending", within)
+	}
+	h.closed = true
+	h.in.Close()
+	<-h.readDone
+	return h.err
+}
+
+func (h *tpHost) checkAnswers() {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id := range h.waits {
+		if n := h.answers[id]; n != 1 {
+			h.t.Errorf("request %s got %d answers, want exactly 1", id, n)
+		}
+	}
+	for _, s := range h.stray {
+		h.t.Errorf("an answer to no request: %s", s)
+	}
+}
+
+func tpSpec(t *testing.T, mode, logPath string) Spec {
+	return Spec{Command: tcCommand(t, mode, logPath), Unlimited: true,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Child: ChildOptions{StopWait: 300 * time.Millisecond}}
+}
+
+// tpLearn lists the tools, checks the annotations and returns the answer.
+func tpLearn(t *testing.T, h *tpHost) {
+	t.Helper()
+	r := h.call("tools/list", map[string]any{})
+	var list struct {
+		Tools []struct {
+			Name        string
+			Annotations map[string]bool
+		}
+	}
+	json.Unmarshal(r.Result, &list)
+	got := map[string]bool{}
+	for _, tool := range list.Tools {
+		got[tool.Name] = tool.Annotations["readOnlyHint"]
+	}
+	if !got["echo"] || !got["sleep"] || got["danger"] {
+		t.Fatalf("tools/list = %s", r)
+	}
+}
+
+// tpLog reads the child's log: how many times each "verb text" line appears.
+func tpLog(t *testing.T, path string) map[string]int {
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			out[l]++
+		}
+	}
+	return out
+}
+
+// The main test: a load of concurrent requests while the child is SIGKILLed on a
+// seeded schedule. Requests safe to repeat all get their result; the others get their result
+// or exactly the restart error, never run twice, and are never told "restarted" when the
+// child did answer; every request gets one answer; nothing is left running.
+func TestProxyChaos(t *testing.T) {
+	const (
+		seed    = 20260728
+		workers = 16
+		crashes = 25
+		minReqs = 2000
+	)
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	tpLearn(t, h)
+
+	type outcome struct {
+		kind, text string
+		rep        tpReply
+	}
+	var (
+		issued    atomic.Int64
+		killsDone atomic.Bool
+		mu        sync.Mutex
+		outcomes  []outcome
+		wg        sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := issued.Add(1)
+				if killsDone.Load() && i > minReqs {
+					return
+				}
+				text := fmt.Sprintf("r%d", i)
+				var params map[string]any
+				kind := [...]string{"echo", "echo", "echo", "echo", "sleep", "sleep", "danger", "danger", "danger", "echo"}[i%10]
+				switch kind {
+				case "echo":
+					params = map[string]any{"text": text}
+				case "sleep":
+					params = map[string]any{"ms": int(i % 15)}
+				case "danger":
+					params = map[string]any{"text": text, "ms": int(i % 7)}
+				}
+				_, ch := h.send("tools/call", map[string]any{"name": kind, "arguments": params})
+				rep, ok := h.wait(ch, 20*time.Second)
+				if !ok {
+					t.Errorf("%s %s: no answer within 20 s (lost)", kind, text)
+					return
+				}
+				mu.Lock()
+				outcomes = append(outcomes, outcome{kind, text, rep})
+				mu.Unlock()
+			}
+		}()
+	}
+
+	// The killer: SIGKILL the current child on a seeded schedule, each time a new one.
+	rng := rand.New(rand.NewPCG(seed, seed))
+	prev, kills := 0, 0
+	for kills < crashes {
+		pid := tcCurrentChild(t, prev, 10*time.Second)
+		if pid == 0 {
+			break
+		}
+		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			kills++
+		}
+		prev = pid
+	}
+	killsDone.Store(true)
+	wg.Wait()
+
+	// Still serving after the storm.
+	if r := h.tool("echo", map[string]any{"text": "after"}); r.text() != "after" {
+		t.Errorf("echo after the crashes = %v", r)
+	}
+	if err := h.close(20 * time.Second); err != nil {
+		t.Errorf("Proxy = %v, want nil after EOF", err)
+	}
+
+	log := tpLog(t, logPath)
+	var total, restartErrs, dangerOK, lost, wrongErr int
+	for _, o := range outcomes {
+		total++
+		switch o.kind {
+		case "echo":
+			if o.rep.Error != nil || o.rep.text() != o.text {
+				lost++
+				t.Errorf("echo %s: %v, want its text (annotated: must survive a crash)", o.text, o.rep)
+			}
+		case "sleep":
+			if o.rep.Error != nil || !strings.HasPrefix(o.rep.text(), "slept ") {
+				lost++
+				t.Errorf("sleep %s: %v, want its result (annotated)", o.text, o.rep)
+			}
+		case "danger":
+			execs := log["exec "+o.text]
+			if execs > 1 {
+				t.Errorf("danger %s ran %d times: a request not safe to repeat was replayed", o.text, execs)
+			}
+			switch {
+			case o.rep.Error == nil && o.rep.text() == "danger:"+o.text:
+				dangerOK++
+				if execs != 1 {
+					t.Errorf("danger %s answered but ran %d times", o.text, execs)
+				}
+			case o.rep.isRestartError():
+				restartErrs++
+				if log["answered "+o.text] > 0 {
+					lost++
+					t.Errorf("danger %s: the child wrote its answer before it died, but the host got the restart error", o.text)
+				}
+			default:
+				wrongErr++
+				t.Errorf("danger %s: %v, want its result or the restart error (-32603, reason \"server restarted\")", o.text, o.rep)
+			}
+		}
+	}
+	t.Logf("seed %d: %d requests, %d crashes, %d lost, %d restart errors (unannotated, in flight), %d danger ok, %d wrong errors, %d children reached main",
+		seed, total, kills, lost, restartErrs, dangerOK, wrongErr, tpCount(log, "start "))
+	if kills != crashes {
+		t.Errorf("%d crashes, want %d", kills, crashes)
+	}
+	if restartErrs == 0 {
+		t.Error("no unannotated request was in flight at any crash: the test did not exercise the restart error")
+	}
+}
+
+func tpCount(log map[string]int, prefix string) int {
+	n := 0
+	for l, c := range log {
+		if strings.HasPrefix(l, prefix) {
+			n += c
+		}
+	}
+	return n
+}
+
+// Answers the child wrote before it died are on the pipe: they must reach the host, not be
+// replaced by the restart error. Here the child answers 400 unannotated calls at once and
+// exits while the host is slow to read, so the answers are still buffered in the proxy
+// when it learns of the exit.
+func TestProxyDeliversAnswersWrittenBeforeExit(t *testing.T) {
+	const n = 400
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	h.gate.Lock() // the host stops reading
+	// Sent in one write so the host is not blocked by the proxy while it holds answers back.
+	var batch []byte
+	chans := make([]<-chan tpReply, n)
+	h.mu.Lock()
+	for i := 0; i < n; i++ {
+		id := strconv.FormatInt(h.next.Add(1), 10)
+		ch := make(chan tpReply, 1)
+		h.waits[id], chans[i] = ch, ch
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
+			"params": map[string]any{"name": "danger", "arguments": map[string]any{"text": fmt.Sprintf("held%d", i), "hold": true}}})
+		batch = append(append(batch, b...), '\n')
+	}
+	h.mu.Unlock()
+	// The exit call makes the child write all held answers, then exit 0.
+	id := strconv.FormatInt(h.next.Add(1), 10)
+	exitCh := make(chan tpReply, 1)
+	h.mu.Lock()
+	h.waits[id] = exitCh
+	h.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
+		"params": map[string]any{"name": "exit", "arguments": map[string]any{"code": 0}}})
+	batch = append(batch, b...)
+	h.write(batch)
+	if !tcGone(pid, 10*time.Second) {
+		t.Error("the child did not exit")
+	}
+	time.Sleep(100 * time.Millisecond) // the exit is reported while the answers wait in the proxy
+	h.gate.Unlock()
+
+	var ok, restarted int
+	for i, ch := range chans {
+		r, got := h.wait(ch, 15*time.Second)
+		switch {
+		case !got:
+			t.Fatalf("held%d: no answer", i)
+		case r.Error == nil && r.text() == fmt.Sprintf("danger:held%d", i):
+			ok++
+		case r.isRestartError():
+			restarted++
+		default:
+			t.Errorf("held%d: %v", i, r)
+		}
+	}
+	if r, _ := h.wait(exitCh, 15*time.Second); !r.isRestartError() {
+		t.Errorf("exit call: %v, want the restart error", r)
+	}
+	if restarted > 0 {
+		t.Errorf("%d of %d calls the child had answered before it exited got the restart error instead of the answer", restarted, n)
+	}
+	if err := h.close(20 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// A request replayed on a new child is sent to it once, not once per pass of a map that
+// grows while it is walked.
+func TestProxyReplaysEachRequestOnce(t *testing.T) {
+	const n = 64
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	var chans []<-chan tpReply
+	for i := 0; i < n; i++ {
+		_, ch := h.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 400, "text": fmt.Sprintf("s%d", i)}})
+		chans = append(chans, ch)
+	}
+	// All n are running in the child when it is killed.
+	for deadline := time.Now().Add(10 * time.Second); tpCount(tpLog(t, logPath), "sleep ") < n && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	for i, ch := range chans {
+		if r, ok := h.wait(ch, 15*time.Second); !ok || r.text() != "slept 400" {
+			t.Errorf("sleep s%d: %v (answered %v), want it replayed", i, r, ok)
+		}
+	}
+	perChild := map[string]int{} // "text pid" → count
+	for l, c := range tpLog(t, logPath) {
+		if strings.HasPrefix(l, "sleep ") {
+			perChild[l] += c
+		}
+	}
+	sent := map[string]int{} // text → how many times the new child got it
+	for l, c := range perChild {
+		f := strings.Fields(l)
+		if f[2] != strconv.Itoa(pid) {
+			sent[f[1]] += c
+		}
+	}
+	dups := 0
+	for i := 0; i < n; i++ {
+		if c := sent[fmt.Sprintf("s%d", i)]; c != 1 {
+			dups++
+			if dups <= 5 {
+				t.Errorf("s%d was sent %d times to the new child, want once", i, c)
+			}
+		}
+	}
+	if dups > 0 {
+		t.Errorf("%d of %d replayed requests were not sent exactly once", dups, n)
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// A legacy host initializes once. After a crash the proxy replays initialize,
+// notifications/initialized and logging/setLevel on the new child, so the host keeps
+// working without initializing again.
+func TestProxyReplaysLegacyInitialize(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo,strict", logPath), nil)
+	if r := h.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); r.Error == nil || r.Error.Code != -32002 {
+		t.Fatalf("the strict child answered before initialize: %v", r)
+	}
+	init := h.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "legacy-host", "version": "1"}})
+	if init.Error != nil {
+		t.Fatalf("initialize: %v", init)
+	}
+	h.notify("notifications/initialized", nil)
+	if r := h.call("logging/setLevel", map[string]any{"level": "debug"}); r.Error != nil {
+		t.Fatalf("setLevel: %v", r)
+	}
+	tpLearn(t, h)
+	if r := h.tool("level", nil); r.text() != "debug" {
+		t.Fatalf("level = %v", r)
+	}
+	for crash := 1; crash <= 3; crash++ {
+		pid := tcCurrentChild(t, 0, 5*time.Second)
+		changed := h.note("notifications/tools/list_changed")
+		syscall.Kill(pid, syscall.SIGKILL)
+		// The proxy tells the host the lists may have changed once the new child is ready.
+		deadline := time.Now().Add(10 * time.Second)
+		for h.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if h.note("notifications/tools/list_changed") == changed {
+			t.Fatalf("crash %d: no notifications/tools/list_changed after the restart", crash)
+		}
+		if r := h.tool("echo", map[string]any{"text": "after"}); r.text() != "after" {
+			t.Errorf("crash %d: echo = %v, want it to work without the host initializing again", crash, r)
+		}
+		if r := h.tool("level", nil); r.text() != "debug" {
+			t.Errorf("crash %d: level = %v, want the replayed setLevel (debug)", crash, r)
+		}
+		if r := h.tool("inits", nil); r.text() != "1" {
+			t.Errorf("crash %d: the new child saw %v initialize requests, want 1", crash, r)
+		}
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	if n := tpCount(tpLog(t, logPath), "start "); n != 4 {
+		t.Errorf("%d children started, want 4", n)
+	}
+}
+
+// A child that stops reading and answering is found by the liveness probe and restarted;
+// the request safe to repeat is replayed, the one that hung it gets the restart error.
+func TestProxyProbeRestartsHungChild(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), &ProxyOptions{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	start := time.Now()
+	_, hang := h.send("tools/call", map[string]any{"name": "hang"})
+	_, echo := h.send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "survivor"}})
+	if r, ok := h.wait(echo, 15*time.Second); !ok || r.text() != "survivor" {
+		t.Errorf("echo sent to the hung child: %v (answered: %v), want it replayed on the new one", r, ok)
+	}
+	if r, ok := h.wait(hang, 15*time.Second); !ok || !r.isRestartError() {
+		t.Errorf("hang: %v (answered: %v), want the restart error", r, ok)
+	}
+	took := time.Since(start)
+	if took < 500*time.Millisecond {
+		t.Errorf("restarted after %s, before ProbeAfter+ProbeTimeout", took)
+	}
+	if !tcGone(pid, 5*time.Second) {
+		t.Errorf("the hung child %d still exists", pid)
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// tpSendEchoes sends n echo calls with texts of about size bytes from a goroutine. It
+// returns their texts and channels, and a channel closed once all are written.
+func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan tpReply, <-chan struct{}) {
+	texts := make([]string, n)
+	chans := make([]<-chan tpReply, n)
+	pad := strings.Repeat("p", size)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("%d%s", i, pad)
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range chans {
+			_, chans[i] = h.send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": texts[i]}})
+		}
+	}()
+	return texts, chans, sent
+}
+
+// tpWatchdog reports a proxy that makes no progress (no answer reaches the host) for
+// period, once, and then SIGKILLs the current child each period until stop is called, so
+// that a deadlocked test can still end and clean up.
+func tpWatchdog(t *testing.T, h *tpHost, period time.Duration, what string) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	count := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		n := 0
+		for _, c := range h.answers {
+			n += c
+		}
+		return n
+	}
+	go func() {
+		defer close(done)
+		last, reported := count(), false
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(period):
+			}
+			if n := count(); n != last {
+				last = n
+				continue
+			}
+			if !reported {
+				t.Errorf("no answer reached the host for %s: %s", period, what)
+				reported = true
+			}
+			if pid := tcFindChild(0); pid != 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
+}
+
+// The same under load: the hung child no longer reads its stdin, so its pipe fills. The
+// proxy must go on (probe, restart), not block writing to the child.
+func TestProxyProbeRestartsHungChildUnderLoad(t *testing.T) {
+	const n, size = 400, 4096 // 1.6 MB for a child that reads nothing: more than its pipe and buffers hold
+	h := tpStart(t, tpSpec(t, "echo", ""), &ProxyOptions{Replay: ReplayNone, ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	_, hang := h.send("tools/call", map[string]any{"name": "hang"})
+	stop := tpWatchdog(t, h, 4*time.Second, "the proxy is blocked writing to the hung child, which reads nothing, so its probe never fires")
+	defer stop()
+	texts, chans, sent := tpSendEchoes(h, n, size)
+	<-sent
+	answered, restarted := 0, 0
+	for i, ch := range chans {
+		r, ok := h.wait(ch, 30*time.Second)
+		switch {
+		case !ok:
+			t.Fatalf("echo %d: no answer", i)
+		case r.text() == texts[i]:
+			answered++
+		case r.isRestartError(): // sent to the hung child (Replay none)
+			restarted++
+		default:
+			t.Errorf("echo %d: %.100s", i, r)
+		}
+	}
+	if r, ok := h.wait(hang, 15*time.Second); !ok || !r.isRestartError() {
+		t.Errorf("hang: %.100v", r)
+	}
+	if !tcGone(pid, 5*time.Second) {
+		t.Errorf("the hung child %d still exists", pid)
+	}
+	t.Logf("%d answered by the new child, %d restart errors", answered, restarted)
+	stop()
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// Requests queued while the child restarts are all sent to the new child at once. A child
+// that answers in order blocks writing answers the proxy does not read while the proxy
+// blocks writing requests the child does not read: the proxy must never stop reading the
+// child's stdout.
+func TestProxyQueuedBurstDoesNotDeadlock(t *testing.T) {
+	const n, size = 1000, 4096
+	spec := tpSpec(t, "echo", "")
+	spec.MinBackoff, spec.MaxBackoff = 500*time.Millisecond, 500*time.Millisecond
+	h := tpStart(t, spec, &ProxyOptions{Replay: ReplayNone})
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	syscall.Kill(pid, syscall.SIGKILL)
+	if !tcGone(pid, 5*time.Second) {
+		t.Fatal("the child did not die")
+	}
+	time.Sleep(50 * time.Millisecond) // the proxy sees the exit; the next child starts in 500 ms
+	stop := tpWatchdog(t, h, 4*time.Second, "deadlock: the proxy blocks in Child.Send replaying the queue while the child blocks writing answers the proxy no longer reads")
+	defer stop()
+	texts, chans, sent := tpSendEchoes(h, n, size)
+	<-sent
+	answered, restarted := 0, 0
+	for i, ch := range chans {
+		r, ok := h.wait(ch, 30*time.Second)
+		switch {
+		case !ok:
+			t.Fatalf("echo %d: no answer", i)
+		case r.text() == texts[i]:
+			answered++
+		case r.isRestartError(): // only after the watchdog killed a deadlocked child
+			restarted++
+		default:
+			t.Errorf("echo %d: %.100s", i, r)
+		}
+	}
+	if answered != n {
+		t.Errorf("%d of %d answered; %d got the restart error when the watchdog killed the deadlocked child", answered, n, restarted)
+	}
+	stop()
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// D (timeouts): past the per-request timeout the host gets an error and the child is sent
+// notifications/cancelled for its copy of the request; the child's late answer is dropped.
+func TestProxyTimeoutCancelsInChild(t *testing.T) {
+	h := tpStart(t, tpSpec(t, "echo", ""), &ProxyOptions{Timeout: 300 * time.Millisecond})
+	tpLearn(t, h)
+	start := time.Now()
+	r := h.tool("sleep", map[string]any{"ms": 5000})
+	took := time.Since(start)
+	if r.Error == nil || r.Error.Code != -32000 || !strings.Contains(r.Error.Message, "timed out") {
+		t.Errorf("sleep: %v, want the timeout error", r)
+	}
+	if took < 300*time.Millisecond || took > 3*time.Second {
+		t.Errorf("timed out after %s, want about 300 ms", took)
+	}
+	// The cancellation reaches the child before this call (stdin is ordered).
+	got := h.tool("cancelled", nil).text()
+	aborted, ids, _ := strings.Cut(got, ":")
+	if aborted != "1" || ids == "" || strings.Contains(ids, ",") {
+		t.Errorf("the child saw cancellations %q, want one that aborted its running sleep", got)
+	}
+	time.Sleep(100 * time.Millisecond) // let a late answer (the child answers a cancelled sleep) arrive
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
+// D (shutdown): EOF from the host lets the requests in flight finish, then stops the child
+// by closing its stdin — not by a signal.
+func TestProxyHostEOFStopsChildGracefully(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	spec := tpSpec(t, "echo", logPath)
+	spec.Child.StopWait = 5 * time.Second
+	h := tpStart(t, spec, nil)
+	tpLearn(t, h)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	_, slow := h.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}})
+	start := time.Now()
+	h.in.Close() // EOF with a request in flight
+	if r, ok := h.wait(slow, 10*time.Second); !ok || r.text() != "slept 300" {
+		t.Errorf("the request in flight at EOF: %v (answered %v)", r, ok)
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v, want nil", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Proxy took %s after EOF: the child was not stopped by closing its stdin", took)
+	}
+	if log := tpLog(t, logPath); log[fmt.Sprintf("eof %d", pid)] != 1 {
+		t.Errorf("the child did not see EOF on stdin: log %v", log)
+	}
+	if !tcGone(pid, 5*time.Second) {
+		t.Errorf("child %d still exists", pid)
+	}
+}
+
+// Cancelling Proxy's context stops the child and returns nil.
+func TestProxyContextEnds(t *testing.T) {
+	h := tpStart(t, tpSpec(t, "echo", ""), nil)
+	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	if err := h.stop(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	if !tcGone(pid, 5*time.Second) {
+		t.Errorf("child %d still exists", pid)
+	}
+}
+
+// When the supervisor gives up, everything pending or queued is answered with the restart
+// error, later requests too, and Proxy returns ErrGaveUp.
+func TestProxyGivesUp(t *testing.T) {
+	spec := tpSpec(t, "exit=3", "")
+	spec.Unlimited, spec.Intensity, spec.Window = false, 3, time.Minute
+	h := tpStart(t, spec, nil)
+	var chans []<-chan tpReply
+	for i := 0; i < 5; i++ {
+		_, ch := h.send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
+		chans = append(chans, ch)
+		_, ch = h.send("tools/list", map[string]any{})
+		chans = append(chans, ch)
+	}
+	var err error
+	select {
+	case err = <-h.proxied:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Proxy did not give up")
+	}
+	h.closed = true
+	if !errors.Is(err, ErrGaveUp) {
+		t.Errorf("Proxy = %v, want ErrGaveUp", err)
+	}
+	<-h.readDone
+	for i, ch := range chans {
+		if r, ok := h.wait(ch, time.Second); !ok || !r.isRestartError() {
+			t.Errorf("request %d: %v (answered %v), want the restart error", i, r, ok)
+		}
+	}
+	h.checkAnswers()
+}
