@@ -99,9 +99,14 @@ func BenchmarkRestart(b *testing.B) {
 		}
 		defer func() { in.Close(); cmd.Wait() }()
 		r := bufio.NewReader(out)
+		// tools/list first, so that the proxy learns echo is annotated readOnlyHint and may
+		// be replayed on the new child.
+		fmt.Fprint(in, `{"jsonrpc":"2.0","id":"list","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n")
 		fmt.Fprintf(in, call, 0)
-		if _, err := r.ReadString('\n'); err != nil {
-			b.Fatal(err)
+		for answered := 0; answered < 2; answered++ {
+			if _, err := r.ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
 		}
 		for i := 1; b.Loop(); i++ {
 			b.StopTimer()
@@ -118,6 +123,9 @@ func BenchmarkRestart(b *testing.B) {
 				}
 				if strings.Contains(line, fmt.Sprintf(`"id":%d,"result"`, i)) {
 					break
+				}
+				if strings.Contains(line, fmt.Sprintf(`"id":%d,"error"`, i)) {
+					b.Fatalf("the request after a crash was not replayed: %s", line)
 				}
 			}
 			b.StopTimer()
