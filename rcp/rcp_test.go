@@ -320,7 +320,9 @@ func TestOversizedFrameIs32013WithNullID(t *testing.T) {
 	in := make(chan runtime.Inbound, 2)
 	out := make(chan []byte, 4)
 	done := make(chan error, 1)
-	go func() { done <- testServer().Runtime(runtime.WithLogger(zap.NewNop())).Serve(context.Background(), in, out) }()
+	go func() {
+		done <- testServer().Runtime(runtime.WithLogger(zap.NewNop())).Serve(context.Background(), in, out)
+	}()
 	in <- runtime.Inbound{TooLarge: 1024}
 	in <- runtime.Inbound{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`)}
 	close(in)
