@@ -111,6 +111,9 @@ func BenchmarkRestart(b *testing.B) {
 		for i := 1; b.Loop(); i++ {
 			b.StopTimer()
 			child := childOf(cmd.Process.Pid)
+			if child <= 0 {
+				b.Fatal("cannot find the supervised child (pgrep -P)")
+			}
 			b.StartTimer()
 			syscall.Kill(child, syscall.SIGKILL)
 			// Ask until the new child answers: the first request may meet the dying one
