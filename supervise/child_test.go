@@ -191,7 +191,7 @@ func tcCheckGrandchild(t *testing.T, c *Child, gpid int) {
 		t.Fatalf("the grandchild's session is %d, want its own (%d)", sid, gpid)
 	}
 	_, took := tcStop(t, c, 2*time.Second, func() {
-		syscall.Kill(gpid, syscall.SIGKILL)
+		killPid(gpid)
 		var ws syscall.WaitStatus
 		syscall.Wait4(gpid, &ws, 0, nil)
 	})

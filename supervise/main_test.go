@@ -478,7 +478,7 @@ func tcNoProcessesLeft(t testing.TB) {
 // tcCleanupProcesses kills and reaps what a failed test left, so later tests start clean.
 func tcCleanupProcesses(left map[int]byte) {
 	for pid := range left {
-		syscall.Kill(pid, syscall.SIGKILL)
+		killPid(pid)
 		var ws syscall.WaitStatus
 		syscall.Wait4(pid, &ws, 0, nil)
 	}
@@ -497,4 +497,13 @@ func tcGone(pid int, within time.Duration) bool {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// killPid sends SIGKILL to one process; a pid that is not a real one (0 or 1, say from a
+// failed lookup) is refused, since kill(0) would signal the test's own process group.
+func killPid(pid int) error {
+	if pid <= 1 {
+		return syscall.EINVAL
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }

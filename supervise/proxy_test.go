@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -340,7 +339,7 @@ func TestProxyChaos(t *testing.T) {
 			break
 		}
 		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
-		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+		if err := killPid(pid); err == nil {
 			kills++
 		}
 		prev = pid
@@ -496,7 +495,7 @@ func TestProxyReplaysEachRequestOnce(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); tpCount(tpLog(t, logPath), "sleep ") < n && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	killPid(pid)
 	for i, ch := range chans {
 		if r, ok := h.wait(ch, 15*time.Second); !ok || r.text() != "slept 400" {
 			t.Errorf("sleep s%d: %v (answered %v), want it replayed", i, r, ok)
@@ -557,7 +556,7 @@ func TestProxyReplaysLegacyInitialize(t *testing.T) {
 	for crash := 1; crash <= 3; crash++ {
 		pid := tcCurrentChild(t, 0, 5*time.Second)
 		changed := h.note("notifications/tools/list_changed")
-		syscall.Kill(pid, syscall.SIGKILL)
+		killPid(pid)
 		// The proxy tells the host the lists may have changed once the new child is ready.
 		deadline := time.Now().Add(10 * time.Second)
 		for h.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline) {
@@ -663,7 +662,7 @@ func tpWatchdog(t *testing.T, h *tpHost, period time.Duration, what string) (sto
 				reported = true
 			}
 			if pid := tcFindChild(0); pid != 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
+				killPid(pid)
 			}
 		}
 	}()
@@ -721,7 +720,7 @@ func TestProxyQueuedBurstDoesNotDeadlock(t *testing.T) {
 	h := tpStart(t, spec, &ProxyOptions{Replay: ReplayNone})
 	tpLearn(t, h)
 	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
-	syscall.Kill(pid, syscall.SIGKILL)
+	killPid(pid)
 	if !tcGone(pid, 5*time.Second) {
 		t.Fatal("the child did not die")
 	}

@@ -390,7 +390,7 @@ func rtNothingLeft(t *testing.T, relay int) {
 		}
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(b, []byte(mark+"\x00")) {
 			t.Errorf("process %d started by relay %d is still running", p, relay)
-			syscall.Kill(p, syscall.SIGKILL)
+			killPid(p)
 		}
 		if st, pp, ok := rtStat(p); ok && pp == os.Getpid() && st == 'Z' {
 			t.Errorf("zombie %d left", p)
@@ -479,7 +479,7 @@ func TestSuperviseEchoEndToEnd(t *testing.T) {
 			}
 			slow := r.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}, "_meta": modern})
 			time.Sleep(50 * time.Millisecond)
-			syscall.Kill(pid, syscall.SIGKILL) // the sleep in flight is annotated: replayed
+			killPid(pid) // the sleep in flight is annotated: replayed
 			select {
 			case rep := <-slow:
 				if rep.text() != "slept 300 ms" {
@@ -509,7 +509,7 @@ func TestSuperviseEchoEndToEnd(t *testing.T) {
 		r.call("tools/list", map[string]any{})
 		pid := rtChildOf(t, relay, 0)
 		changed := r.note("notifications/tools/list_changed")
-		syscall.Kill(pid, syscall.SIGKILL)
+		killPid(pid)
 		for deadline := time.Now().Add(10 * time.Second); r.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -575,7 +575,7 @@ func TestSuperviseChaos(t *testing.T) {
 	for k := 0; k < crashes; k++ {
 		pid := rtChildOf(t, relay, prev)
 		time.Sleep(time.Duration(30+rng.IntN(70)) * time.Millisecond)
-		syscall.Kill(pid, syscall.SIGKILL)
+		killPid(pid)
 		prev = pid
 	}
 	killsDone.Store(true)
@@ -627,4 +627,13 @@ func TestSuperviseSIGTERM(t *testing.T) {
 	}
 	rtNothingLeft(t, relay)
 	r.in.Close()
+}
+
+// killPid sends SIGKILL to one process; a pid that is not a real one (0 or 1, say from a
+// failed lookup) is refused, since kill(0) would signal the test's own process group.
+func killPid(pid int) error {
+	if pid <= 1 {
+		return syscall.EINVAL
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
 }
