@@ -80,8 +80,6 @@ func isLoopbackHost(name string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-type principalKey struct{}
-
 func withPrincipal(ctx context.Context, p *runtime.Principal) context.Context {
 	if p == nil {
 		return ctx
