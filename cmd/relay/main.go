@@ -11,6 +11,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 const usage = `relay — Relay's command line
@@ -24,19 +25,30 @@ Run "relay supervise --help" or "relay bridge --help" for their flags.
 `
 
 func main() {
+	if path := os.Getenv("RELAY_CPUPROFILE"); path != "" { // for profiling Relay itself
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+		}
+	}
+	code := run()
+	pprof.StopCPUProfile() // a no-op unless profiling
+	os.Exit(code)
+}
+
+func run() int {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+		return 2
 	}
 	switch os.Args[1] {
 	case "supervise":
-		os.Exit(runSupervise(os.Args[2:]))
+		return runSupervise(os.Args[2:])
 	case "bridge":
-		os.Exit(runBridge(os.Args[2:]))
+		return runBridge(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "relay: unknown command %q\n\n%s", os.Args[1], usage)
-		os.Exit(2)
+		return 0
 	}
+	fmt.Fprintf(os.Stderr, "relay: unknown command %q\n\n%s", os.Args[1], usage)
+	return 2
 }
