@@ -89,7 +89,7 @@ type proxy struct {
 	initParams json.RawMessage // the host's legacy initialize, replayed on every new child
 	setLevel   json.RawMessage
 	subscribed map[string]bool
-	modernMeta json.RawMessage // _meta of the host's latest 2026-07-28 request, for probes
+	modernMeta json.RawMessage // _meta of the host's first 2026-07-28 request, for probes
 	ready      bool            // the child may take host requests (its initialize is done)
 	gaveUp     bool
 	hostDone   bool // the host's input has ended
@@ -148,8 +148,22 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	wrote := make(chan struct{})
 	go func() { // the host writer actor: the only owner of hostOut
 		defer close(wrote)
+		buf := make([]byte, 0, 64<<10)
 		for f := range toHost {
-			hostOut.Write(append(f, '\n'))
+			buf = append(append(buf[:0], f...), '\n')
+			for more := true; more && len(buf) < 1<<20; { // one write for whatever is queued
+				select {
+				case f, ok := <-toHost:
+					if !ok {
+						more = false
+						break
+					}
+					buf = append(append(buf, f...), '\n')
+				default:
+					more = false
+				}
+			}
+			hostOut.Write(buf)
 		}
 	}()
 	supErr := make(chan error, 1)
@@ -388,8 +402,10 @@ func (p *proxy) remember(m jsonrpc.Message) {
 			delete(p.subscribed, uri)
 		}
 	}
-	if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, "io.modelcontextprotocol/protocolVersion") != nil {
-		p.modernMeta = meta
+	if p.modernMeta == nil { // the first 2026-07-28 _meta serves the probes; no need to scan every request
+		if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, "io.modelcontextprotocol/protocolVersion") != nil {
+			p.modernMeta = meta
+		}
 	}
 }
 
