@@ -254,3 +254,43 @@ func TestRCP_HTTPClosingTheStreamCancels(t *testing.T) {
 		h.Close()
 	}
 }
+
+func TestRCP_HTTPRateLimitedAndOverloaded(t *testing.T) {
+	// DIGEST C3: 429 with Retry-After and -32011 from the rate limiter; 503 with -32010 when
+	// the server is at its in-flight limit. Both are refusals before dispatch.
+	ops := httpx.NewOps(httpx.NewRateLimiter(0.001, 1, 10))
+	h := httpx.NewRCPHandler(testServer(), &httpx.RCPOptions{Logger: zap.NewNop(), Ops: ops})
+	srv := httptest.NewServer(h)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}`
+	if resp, _ := post(t, srv.URL+"/rcp/ping", ping, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	resp, body := post(t, srv.URL+"/rcp/ping", ping, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"code":-32011`) {
+		t.Errorf("rate limited: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	srv.Close()
+	h.Close()
+
+	for len(waitStarted) > 0 || len(waitEnded) > 0 {
+		select {
+		case <-waitStarted:
+		case <-waitEnded:
+		}
+	}
+	h = httpx.NewRCPHandler(testServer(), &httpx.RCPOptions{Logger: zap.NewNop(), MaxInFlight: 1})
+	srv = httptest.NewServer(h)
+	defer func() { http.DefaultClient.CloseIdleConnections(); srv.Close(); h.Close() }()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		post(t, srv.URL+"/rcp/retrieve", `{"jsonrpc":"2.0","id":2,"method":"retrieve","params":{"query":"q","wait":true}}`, nil)
+	}()
+	<-waitStarted // the one slot is taken until the request's deadline
+	resp, body = post(t, srv.URL+"/rcp/ping", ping, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"code":-32010`) {
+		t.Errorf("overloaded: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	<-held
+}
