@@ -1,0 +1,217 @@
+package bridge_test
+
+// An initialize-generation client, on plain net/http, through `relay bridge` to a child that
+// speaks only the initialize generation.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// legacyChildEnv turns the test binary into a legacy-only stdio MCP server (see
+// runLegacyChild). It is checked in init, before TestMain and its BRIDGE_TEST_CHILD child.
+const legacyChildEnv = "BRIDGE_TEST_LEGACY_CHILD"
+
+func init() {
+	if os.Getenv(legacyChildEnv) != "" {
+		os.Exit(runLegacyChild())
+	}
+}
+
+// runLegacyChild serves newline-delimited JSON-RPC on stdin and stdout the way a server of
+// the initialize generation does: server/discover is an unknown method (-32601), nothing but
+// initialize and ping is served before initialize, and it has one tool, echo.
+func runLegacyChild() int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	initialized := false
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &msg); err != nil || msg.Method == "" {
+			continue // a response, or garbage: nothing to answer
+		}
+		if msg.ID == nil {
+			continue // notifications/initialized and the like
+		}
+		var result any
+		var rpcErr map[string]any
+		switch {
+		case msg.Method == "initialize":
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			version := "2025-11-25"
+			if p.ProtocolVersion == "2025-06-18" || p.ProtocolVersion == "2025-03-26" {
+				version = p.ProtocolVersion
+			}
+			initialized = true
+			result = map[string]any{
+				"protocolVersion": version,
+				"capabilities":    map[string]any{"tools": map[string]any{}},
+				"serverInfo":      map[string]any{"name": "legacy-child", "version": "0.1.0"},
+			}
+		case msg.Method == "ping":
+			result = map[string]any{}
+		case !initialized:
+			rpcErr = map[string]any{"code": -32600, "message": "not initialized: " + msg.Method}
+		case msg.Method == "tools/list":
+			result = map[string]any{"tools": []any{map[string]any{
+				"name":        "echo",
+				"description": "Answer with text.",
+				"inputSchema": map[string]any{"type": "object",
+					"properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []string{"text"}},
+				"annotations": map[string]any{"readOnlyHint": true, "idempotentHint": true},
+			}}}
+		case msg.Method == "tools/call":
+			var p struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			switch {
+			case p.Name != "echo":
+				rpcErr = map[string]any{"code": -32602, "message": "unknown tool " + p.Name}
+			case p.Meta["io.modelcontextprotocol/protocolVersion"] != nil:
+				// A legacy server would not know it; the bridge must strip it.
+				rpcErr = map[string]any{"code": -32602, "message": "unexpected 2026-07-28 _meta"}
+			default:
+				result = map[string]any{"content": []any{map[string]any{"type": "text", "text": p.Arguments.Text}}}
+			}
+		default: // server/discover included
+			rpcErr = map[string]any{"code": -32601, "message": "Method not found: " + msg.Method}
+		}
+		reply := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
+		if rpcErr != nil {
+			reply["error"] = rpcErr
+		} else {
+			reply["result"] = result
+		}
+		b, _ := json.Marshal(reply)
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	return 0
+}
+
+// legacyPost sends one message of an initialize-generation session and returns the status,
+// the Mcp-Session-Id header and the JSON-RPC response (nil when the body holds none).
+func legacyPost(t *testing.T, r *relayProc, session, version, body string) (int, string, map[string]json.RawMessage) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := bytes.TrimSpace(raw)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		frame = nil
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.Contains(data, `"id"`) {
+				frame = []byte(strings.TrimSpace(data))
+			}
+		}
+	}
+	var msg map[string]json.RawMessage
+	if len(frame) > 0 {
+		if err := json.Unmarshal(frame, &msg); err != nil {
+			t.Fatalf("HTTP %d, not JSON: %.300q", resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), msg
+}
+
+func TestLegacyClientThroughTheBridgeToALegacyChild(t *testing.T) {
+	t.Setenv(legacyChildEnv, "1") // inherited by relay, and by the children it starts
+	child, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRelay(t, []string{"--pool", "2"}, child)
+	waitChildren(t, r.pid(), 2, 10*time.Second)
+
+	status, session, msg := legacyPost(t, r, "", "",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"legacy-test","version":"1"}}}`)
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		ServerInfo      struct{ Name string }
+		Capabilities    map[string]json.RawMessage
+	}
+	if status != http.StatusOK || msg["result"] == nil || json.Unmarshal(msg["result"], &init) != nil {
+		t.Fatalf("initialize: HTTP %d, %s", status, fmtMsg(msg))
+	}
+	if session == "" {
+		t.Fatalf("initialize answered without an Mcp-Session-Id: %s", fmtMsg(msg))
+	}
+	if init.ProtocolVersion != "2025-11-25" || init.ServerInfo.Name != "legacy-child" || init.Capabilities["tools"] == nil {
+		t.Errorf("initialize result %s: want 2025-11-25, the child's serverInfo and tools capability", msg["result"])
+	}
+	version := init.ProtocolVersion
+
+	if status, _, msg := legacyPost(t, r, session, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d %s, want 202", status, fmtMsg(msg))
+	}
+
+	status, _, msg = legacyPost(t, r, session, version, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	var list struct{ Tools []struct{ Name string } }
+	if status != http.StatusOK || json.Unmarshal(msg["result"], &list) != nil || len(list.Tools) != 1 || list.Tools[0].Name != "echo" {
+		t.Fatalf("tools/list: HTTP %d, %s; want the child's one tool, echo", status, fmtMsg(msg))
+	}
+
+	// Several calls, so that both children (each initialized by the bridge) answer some.
+	for i := range 6 {
+		text := fmt.Sprintf("hello %d", i)
+		status, _, msg = legacyPost(t, r, session, version, fmt.Sprintf(
+			`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, 10+i, text))
+		var res struct {
+			Content []struct{ Type, Text string }
+			IsError bool
+		}
+		if status != http.StatusOK || json.Unmarshal(msg["result"], &res) != nil || res.IsError ||
+			len(res.Content) != 1 || res.Content[0].Text != text {
+			t.Fatalf("tools/call %d: HTTP %d, %s; want the text %q", i, status, fmtMsg(msg), text)
+		}
+		if string(msg["id"]) != fmt.Sprint(10+i) {
+			t.Fatalf("tools/call answered id %s, want %d", msg["id"], 10+i)
+		}
+	}
+}
+
+func fmtMsg(m map[string]json.RawMessage) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
