@@ -3,9 +3,10 @@
 // Origin check, auth hook, limit and metric of httpx applies unchanged.
 //
 // Routing: a 2026-07-28 request goes to the least-loaded child that is up. An
-// initialize-generation client is served by the bridge itself, statelessly towards the
-// children: its initialize is answered from what the children declared, and each of its
-// requests is sent to a child as it would be on stdio.
+// initialize-generation session is pinned, at its initialize, to the least-loaded child, and
+// every request of the session goes there for the session's life (when that child crashes,
+// its supervisor restarts it in place, replaying the initialize it was given). The client's
+// initialize is answered by the bridge from what the children declared.
 //
 // Eras, and what each combination does:
 //
@@ -30,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,6 +57,7 @@ type Options struct {
 // Bridge is a pool of supervised children behind one MCP profile.
 type Bridge struct {
 	clients []*supervise.Client
+	pins    []atomic.Int64 // legacy sessions pinned to each child
 	log     *zap.Logger
 	legacy  bool            // the children speak only the initialize generation
 	init    json.RawMessage // the children's initialize result (legacy), or discover result
@@ -76,7 +79,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		opts.Logger = zap.NewNop()
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &Bridge{log: opts.Logger, stop: stop}
+	b := &Bridge{log: opts.Logger, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
 	for i := range opts.Pool {
 		spec := opts.Spec
 		spec.Command.Name = fmt.Sprintf("%s#%d", nameOf(spec.Command), i)
@@ -193,6 +196,28 @@ func (b *Bridge) pick() *supervise.Client {
 		}
 	}
 	return best
+}
+
+// pin chooses the child for a new legacy session: the one with the fewest sessions pinned to
+// it (then the least loaded), so that sessions spread over the pool.
+func (b *Bridge) pin() (*supervise.Client, int) {
+	best := -1
+	for i, c := range b.clients {
+		select {
+		case <-c.Done():
+			continue
+		default:
+		}
+		if best < 0 || b.pins[i].Load() < b.pins[best].Load() ||
+			(b.pins[i].Load() == b.pins[best].Load() && c.Load() < b.clients[best].Load()) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, -1
+	}
+	b.pins[best].Add(1)
+	return b.clients[best], best
 }
 
 // Profile returns the forwarding MCP profile, for httpx.NewMCPProfileHandler.

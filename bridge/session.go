@@ -9,6 +9,7 @@ import (
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/supervise"
 )
 
 // session is one HTTP connection's (or legacy session's) view of the bridge.
@@ -17,6 +18,15 @@ type session struct {
 	legacy     bool // the client opened with initialize
 	clientCaps json.RawMessage
 	logLevel   string
+	pinned     *supervise.Client // a legacy session's child, chosen at initialize, for its life
+	pinIndex   int
+}
+
+// Close releases the session's pin; the runtime calls it when the session ends.
+func (s *session) Close() {
+	if s.pinned != nil {
+		s.b.pins[s.pinIndex].Add(-1)
+	}
 }
 
 func (s *session) Notification(method string, params json.RawMessage) {}
@@ -59,6 +69,9 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 		version = mcp.LegacyVersions[0]
 	}
 	s.legacy, s.clientCaps = true, p.Capabilities
+	if s.pinned == nil {
+		s.pinned, s.pinIndex = s.b.pin() // every request of this session goes there (restarted in place)
+	}
 	if s.clientCaps == nil {
 		s.clientCaps = json.RawMessage(`{}`)
 	}
@@ -83,8 +96,12 @@ func (b *Bridge) discoverFromInit() json.RawMessage {
 // forward returns the handler that sends a request to a child. stripMeta: the client is
 // modern, the child legacy; addMeta: the client is legacy, the child modern.
 func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
+	pinned := s.pinned // read on the dispatcher's goroutine, where the session lives
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
-		c := s.b.pick()
+		c := pinned
+		if c == nil {
+			c = s.b.pick()
+		}
 		if c == nil {
 			return nil, &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: "Server busy: no child is up; retry later",
 				Data: map[string]any{"retryable": true}}
