@@ -19,9 +19,10 @@ const usage = `relay — Relay's command line
 Usage:
   relay supervise [flags] -- CMD [ARGS...]   run a stdio server as a self-healing child
   relay bridge [flags] -- CMD [ARGS...]      serve a stdio server over Streamable HTTP
+  relay bench [flags] -- CMD [ARGS...]       measure a stdio server's throughput and latency
   relay help                                 show this help
 
-Run "relay supervise --help" or "relay bridge --help" for their flags.
+Run "relay COMMAND --help" for a command's flags.
 `
 
 func main() {
@@ -45,6 +46,8 @@ func run() int {
 		return runSupervise(os.Args[2:])
 	case "bridge":
 		return runBridge(os.Args[2:])
+	case "bench":
+		return runBench(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 		return 0
