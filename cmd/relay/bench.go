@@ -18,6 +18,7 @@ import (
 )
 
 const benchUsage = `Usage: relay bench [flags] -- CMD [ARGS...]
+       relay bench framing [--duration D]
 
 Measures a stdio MCP server: starts CMD, detects its protocol generation (server/discover
 first, initialize otherwise), keeps a window of tools/call requests in flight, and prints
@@ -25,7 +26,8 @@ requests per second, latency percentiles, the server's peak RSS and errors, for 
 With --vs, a second server is measured round by round against the first, and the ratio of
 their throughputs printed.
 
-Not yet: --svg charts and "relay bench framing".
+"relay bench framing" measures Relay's frame reader alone over a real pipe, against a bare
+read loop. --svg FILE draws throughput and p50 latency per window, one series per server.
 
 Flags:
 `
@@ -47,6 +49,9 @@ type benchRow struct {
 }
 
 func runBench(args []string) int {
+	if len(args) > 0 && args[0] == "framing" {
+		return runBenchFraming(args[1:])
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
 	tool := fs.String("tool", "echo", "the tool every request calls")
@@ -56,6 +61,7 @@ func runBench(args []string) int {
 	rounds := fs.Int("rounds", 1, "rounds per window (with --vs the servers alternate round by round)")
 	vs := fs.String("vs", "", "a second server command to compare with, as one string (split on spaces)")
 	asJSON := fs.Bool("json", false, "print one JSON object per round instead of a table")
+	svg := fs.String("svg", "", "also draw throughput and p50 latency per window into this SVG file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -102,6 +108,7 @@ func runBench(args []string) int {
 			"server", "inflight", "round", "protocol", "req/s", "p50", "p90", "p99", "max", "peak RSS", "errors")
 	}
 	failed := false
+	var all []benchRow
 	for _, n := range inflight {
 		perServer := map[string][]float64{}
 		for round := 1; round <= *rounds; round++ {
@@ -120,6 +127,7 @@ func runBench(args []string) int {
 					continue
 				}
 				perServer[s.name] = append(perServer[s.name], row.PerSecond)
+				all = append(all, row)
 				printRow(out, row, *asJSON)
 			}
 		}
@@ -128,6 +136,22 @@ func runBench(args []string) int {
 		}
 		if ctx.Err() != nil {
 			break
+		}
+	}
+	if *svg != "" && len(all) > 0 {
+		f, err := os.Create(*svg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relay bench:", err)
+			return 1
+		}
+		names := map[string]string{}
+		for _, s := range servers {
+			names[s.name] = strings.Join(s.cmd, " ")
+		}
+		writeSVG(f, all, names)
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "relay bench:", err)
+			return 1
 		}
 	}
 	if failed {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -26,9 +29,17 @@ func TestBench(t *testing.T) {
 			t.Errorf("round %+v", r)
 		}
 	}
-	code, out, errOut = rtRunOnce(t, "bench", "--inflight", "4", "--duration", "150ms", "--vs", rtEcho, "--", rtEcho)
+	svg := filepath.Join(t.TempDir(), "bench.svg")
+	code, out, errOut = rtRunOnce(t, "bench", "--inflight", "4", "--duration", "150ms", "--svg", svg, "--vs", rtEcho, "--", rtEcho)
 	if code != 0 || !strings.Contains(out, "a/b throughput:") {
 		t.Fatalf("relay bench --vs exited %d:\n%s\n%s", code, out, errOut)
+	}
+	raw, err := os.ReadFile(svg)
+	if err != nil || xml.Unmarshal(raw, new(struct{})) != nil || strings.Count(string(raw), "<rect") < 5 {
+		t.Errorf("--svg wrote no chart: %v %.300s", err, raw)
+	}
+	if code, out, _ := rtRunOnce(t, "bench", "framing", "--duration", "50ms"); code != 0 || !strings.Contains(out, "1 KiB") {
+		t.Errorf("relay bench framing exited %d: %s", code, out)
 	}
 	if code, _, _ := rtRunOnce(t, "bench", "--inflight", "0", "--", rtEcho); code != 2 {
 		t.Errorf("a bad --inflight exited %d, want 2", code)
