@@ -358,29 +358,17 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
-	in := make(chan runtime.Inbound, 2)
+	in := make(chan runtime.Inbound, 2) // the request, and perhaps its cancel: sends never block
 	out := make(chan runtime.Outbound, 16)
-	ctx := withPrincipal(h.base, runtime.PrincipalFrom(r.Context()))
-	if tp := r.Header.Get("traceparent"); tp != "" {
-		ctx = runtime.WithTrace(ctx, runtime.TraceContext{Parent: tp, State: r.Header.Get("tracestate")})
-	}
-	go h.rt.ServeOutbound(ctx, in, out)
+	go h.rt.ServeOutbound(requestContext(h.base, r), in, out) // ends when in closes and it drains
 	in <- runtime.Inbound{Frame: body}
-	frames := make(chan runtime.Outbound, 16)
-	go func() { // owned by this handler: it ends when out closes, which closing in brings about
-		defer close(frames)
-		for o := range out {
-			frames <- o
-		}
-	}()
-	finished := h.stream(w, r, frames)
-	if !finished {
+	if _, finished := h.stream(w, r, out); !finished {
 		// The client closed the stream: that is cancellation (DIGEST A8).
 		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the HTTP stream closed"}}`, msg.ID)
 		in <- runtime.Inbound{Frame: []byte(cancel)}
 	}
 	close(in)
-	for range frames {
+	for range out {
 	}
 }
 
@@ -483,8 +471,9 @@ func decodeHeaderValue(v string) (string, bool) {
 
 // stream writes a request's frames to the client: one JSON object if the final answer comes
 // first, or an SSE stream from the first frame before it (when the client accepts SSE). It
-// reports whether the request finished; false means the client went away first.
-func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-chan runtime.Outbound) bool {
+// returns the request's final frame, and whether the request finished; false means the client
+// went away first.
+func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-chan runtime.Outbound) (final []byte, finished bool) {
 	sseOK := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	var sse *sseWriter
 	var keepAlive <-chan time.Time
@@ -492,14 +481,14 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 		select {
 		case <-r.Context().Done():
 			observationOf(r).cancelled()
-			return false
+			return nil, false
 		case <-keepAlive:
 			if sse.comment("keep-alive") != nil {
-				return false
+				return nil, false
 			}
 		case o, ok := <-frames:
 			if !ok {
-				return true
+				return nil, true
 			}
 			if o.Frame = h.capAnswer(o.Frame, o.Final); o.Frame == nil {
 				continue // a notification over the response limit
@@ -517,14 +506,14 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 					keepAlive = t.C
 				}
 				if sse.event(o.Frame) != nil {
-					return false
+					return nil, false
 				}
 				continue
 			}
 			observationOf(r).answered(o.Frame)
 			if sse != nil {
 				sse.event(o.Frame)
-				return true
+				return o.Frame, true
 			}
 			w.Header().Set("Content-Type", "application/json")
 			status, retry := statusOf(o.Frame)
@@ -533,7 +522,7 @@ func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-cha
 			}
 			w.WriteHeader(status)
 			w.Write(o.Frame)
-			return true
+			return o.Frame, true
 		}
 	}
 }
@@ -655,25 +644,13 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *legacySes
 		w.WriteHeader(http.StatusAccepted) // a notification, or the client's answer to our request
 		return true
 	}
-	var final []byte
-	tee := make(chan runtime.Outbound, 1)
-	go func() { // owned by this handler: ends when frames closes
-		defer close(tee)
-		for o := range frames {
-			if o.Final {
-				final = o.Frame
-			}
-			tee <- o
-		}
-	}()
-	if !h.stream(w, r, tee) {
+	final, finished := h.stream(w, r, frames)
+	if !finished {
 		// In this generation a disconnect is not a cancellation: the request runs on.
-		s.forget(id, tee)
-		for range tee {
-		}
+		s.forget(id, frames)
 		return false
 	}
-	for range tee {
+	for range frames { // closed by the session right after the final frame
 	}
 	return final != nil && jsonrpc.Field(final, "error") == nil
 }

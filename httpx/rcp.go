@@ -297,11 +297,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 	} else {
 		in := make(chan runtime.Inbound, 2)
 		out := make(chan runtime.Outbound, 16)
-		ctx := withPrincipal(h.base, runtime.PrincipalFrom(r.Context()))
-		if tp := r.Header.Get("traceparent"); tp != "" {
-			ctx = runtime.WithTrace(ctx, runtime.TraceContext{Parent: tp, State: r.Header.Get("tracestate")})
-		}
-		go h.rt.ServeOutbound(ctx, in, out)
+		go h.rt.ServeOutbound(requestContext(h.base, r), in, out)
 		in <- runtime.Inbound{Frame: frame}
 		if id == nil {
 			close(in) // a notification or a batch: input ends here, the dispatcher drains

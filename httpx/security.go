@@ -80,6 +80,17 @@ func isLoopbackHost(name string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// requestContext is the context a request's dispatcher runs under: the handler's base (so
+// that closing the handler drains it), with the request's principal and its W3C trace context
+// from the traceparent header, when it has them.
+func requestContext(base context.Context, r *http.Request) context.Context {
+	ctx := withPrincipal(base, runtime.PrincipalFrom(r.Context()))
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		ctx = runtime.WithTrace(ctx, runtime.TraceContext{Parent: tp, State: r.Header.Get("tracestate")})
+	}
+	return ctx
+}
+
 func withPrincipal(ctx context.Context, p *runtime.Principal) context.Context {
 	if p == nil {
 		return ctx

@@ -170,66 +170,56 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 // post hands a frame to the session. It returns the channel of the request's frames when id
 // is not nil, and false if the session has closed.
 func (s *legacySession) post(frame, id []byte) (<-chan runtime.Outbound, bool) {
-	m := sessionMsg{frame: frame, id: id, ack: make(chan struct{})}
+	m := sessionMsg{frame: frame, id: id}
 	if id != nil {
 		m.out = make(chan runtime.Outbound, 64)
 	}
-	select {
-	case s.mailbox <- m:
-	case <-s.done:
-		return nil, false
-	}
-	<-m.ack
-	return m.out, true
+	return m.out, s.register(m)
 }
 
 // listen registers the session's GET stream and returns its channel, or false if the session
 // has closed.
 func (s *legacySession) listen() (<-chan runtime.Outbound, bool) {
-	m := sessionMsg{standalone: true, out: make(chan runtime.Outbound, 64), ack: make(chan struct{})}
+	m := sessionMsg{standalone: true, out: make(chan runtime.Outbound, 64)}
+	return m.out, s.register(m)
+}
+
+// register gives the actor a message and waits until it has taken it, so that no frame for
+// the waiter can be routed before the waiter is known; false if the session has closed.
+func (s *legacySession) register(m sessionMsg) bool {
+	m.ack = make(chan struct{})
 	select {
 	case s.mailbox <- m:
 	case <-s.done:
-		return nil, false
+		return false
 	}
 	<-m.ack
-	return m.out, true
-}
-
-// unlisten forgets the GET stream whose client went away, draining it meanwhile.
-func (s *legacySession) unlisten(frames <-chan runtime.Outbound) {
-	for {
-		select {
-		case s.mailbox <- sessionMsg{standalone: true, drop: true}:
-			return
-		case _, ok := <-frames:
-			if !ok {
-				return
-			}
-		case <-s.done:
-			return
-		}
-	}
+	return true
 }
 
 // drop forgets the waiter of a request that will never be answered (the client cancelled
 // it), ending the POST that waits for it.
-func (s *legacySession) drop(id []byte) {
-	select {
-	case s.mailbox <- sessionMsg{id: id, drop: true}:
-	case <-s.done:
-	}
-}
+func (s *legacySession) drop(id []byte) { s.withdraw(sessionMsg{id: id, drop: true}, nil) }
 
 // forget drops the waiter of a request whose client went away (in this generation a
 // disconnect is not a cancellation: the request goes on, its output is discarded).
-// It keeps draining the request's channel meanwhile, so the actor is never stuck on it.
 func (s *legacySession) forget(id []byte, frames <-chan runtime.Outbound) {
+	s.withdraw(sessionMsg{id: id, drop: true}, frames)
+}
+
+// unlisten forgets the GET stream whose client went away.
+func (s *legacySession) unlisten(frames <-chan runtime.Outbound) {
+	s.withdraw(sessionMsg{standalone: true, drop: true}, frames)
+}
+
+// withdraw sends a drop message, draining the waiter's channel meanwhile so that the actor is
+// never stuck on it.
+func (s *legacySession) withdraw(m sessionMsg, frames <-chan runtime.Outbound) {
 	for {
 		select {
-		case s.mailbox <- sessionMsg{id: id, drop: true}:
+		case s.mailbox <- m:
 			return
-		case _, ok := <-frames:
+		case _, ok := <-frames: // a nil frames never fires
 			if !ok {
 				return
 			}
