@@ -112,13 +112,13 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 		}
 		if state := jsonrpc.Field(params, "requestState"); state != nil {
 			if inner, owner := s.b.unpin(state); owner != nil {
-				params, c = setField(params, "requestState", inner), owner // back to the child that signed it
+				params, c = jsonrpc.SetMember(params, "requestState", inner), owner // back to the child that signed it
 			}
 		}
 		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
 		switch {
 		case stripMeta:
-			params = setField(params, "_meta", keepOnly(jsonrpc.Field(params, "_meta"), "progressToken"))
+			params = jsonrpc.SetMember(params, "_meta", keepOnly(jsonrpc.Field(params, "_meta"), "progressToken"))
 		case addMeta:
 			meta := map[string]json.RawMessage{
 				mcp.MetaProtocolVersion:    mustJSON(mcp.Version20260728),
@@ -130,11 +130,11 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if s.logLevel != "" {
 				meta[mcp.MetaLogLevel] = mustJSON(s.logLevel)
 			}
-			params = setField(params, "_meta", mustJSON(meta))
+			params = jsonrpc.SetMember(params, "_meta", mustJSON(meta))
 		}
 		notify := func(method string, p json.RawMessage) {
 			if token != nil && method == "notifications/progress" {
-				p = setField(p, "progressToken", token) // the client's own token
+				p = jsonrpc.SetMember(p, "progressToken", token) // the client's own token
 			}
 			rt.Notify(method, p)
 		}
@@ -152,7 +152,7 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			inputRequired := string(jsonrpc.Field(res, "resultType")) == `"input_required"`
 			if !addMeta && inputRequired {
 				if state := jsonrpc.Field(res, "requestState"); state != nil {
-					res = setField(res, "requestState", pin(state, s.b.index(c)))
+					res = jsonrpc.SetMember(res, "requestState", pin(state, s.b.index(c)))
 				}
 			}
 			if !addMeta || !inputRequired || round > 8 {
@@ -163,9 +163,9 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if err != nil {
 				return nil, err
 			}
-			params = setField(params, "inputResponses", answers)
+			params = jsonrpc.SetMember(params, "inputResponses", answers)
 			if state := jsonrpc.Field(res, "requestState"); state != nil {
-				params = setField(params, "requestState", state)
+				params = jsonrpc.SetMember(params, "requestState", state)
 			}
 		}
 	}
@@ -194,9 +194,9 @@ func askClient(ctx context.Context, rt *runtime.Request, requests json.RawMessag
 // modernize adds resultType and serverInfo to a legacy child's result.
 func modernize(res json.RawMessage, info json.RawMessage) json.RawMessage {
 	if jsonrpc.Field(res, "resultType") == nil {
-		res = setField(res, "resultType", json.RawMessage(`"complete"`))
+		res = jsonrpc.SetMember(res, "resultType", json.RawMessage(`"complete"`))
 	}
-	return setField(res, "_meta", setField(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo, info))
+	return jsonrpc.SetMember(res, "_meta", jsonrpc.SetMember(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo, info))
 }
 
 func keepOnly(meta json.RawMessage, key string) json.RawMessage {
@@ -209,14 +209,4 @@ func keepOnly(meta json.RawMessage, key string) json.RawMessage {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-func setField(obj json.RawMessage, key string, value json.RawMessage) json.RawMessage {
-	m := map[string]json.RawMessage{}
-	json.Unmarshal(obj, &m)
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m[key] = value
-	return mustJSON(m)
 }

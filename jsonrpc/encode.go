@@ -134,3 +134,37 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// SetMember returns a copy of the JSON object obj with the member key set to value (raw
+// JSON): replaced where it stands when present, added first otherwise; every other byte is
+// kept as it was. obj must be valid JSON; anything that is not an object is taken as {}.
+func SetMember(obj []byte, key string, value []byte) []byte {
+	var old []byte
+	EachMember(obj, func(k, v []byte) bool {
+		if string(k) == key {
+			old = v
+			return false
+		}
+		return true
+	})
+	if old != nil {
+		start := cap(obj) - cap(old) // old is obj[start:start+len(old)]
+		out := make([]byte, 0, len(obj)-len(old)+len(value))
+		out = append(out, obj[:start]...)
+		out = append(out, value...)
+		return append(out, obj[start+len(old):]...)
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		obj, i = []byte("{}"), 0
+	}
+	out := make([]byte, 0, len(obj)+len(key)+len(value)+4)
+	out = append(out, obj[:i+1]...)
+	out = appendString(out, key)
+	out = append(out, ':')
+	out = append(out, value...)
+	if rest := skipSpace(obj, i+1); rest < len(obj) && obj[rest] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, obj[i+1:]...)
+}

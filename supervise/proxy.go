@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -450,7 +449,7 @@ func (p *proxy) cancel(m jsonrpc.Message) {
 		p.forget(childID)
 	}
 	if p.child != nil {
-		p.child.Send(jsonrpc.AppendNotification(nil, m.Method, setField(m.Params, key, json.RawMessage(childID))))
+		p.child.Send(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, key, json.RawMessage(childID))))
 	}
 }
 
@@ -560,7 +559,7 @@ func (p *proxy) notification(m jsonrpc.Message, f []byte) {
 			return // a replayed request's progress reaches the host only past what it saw
 		}
 		r.seen = max(r.seen, progress)
-		p.toHost(jsonrpc.AppendNotification(nil, m.Method, setField(m.Params, "progressToken", r.hostToken)))
+		p.toHost(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, "progressToken", r.hostToken)))
 	case jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId") != nil:
 		sub := jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId")
 		r, ok := p.pend[string(sub)]
@@ -608,7 +607,7 @@ func (p *proxy) timers() {
 		p.sup.Restart("the child did not answer a liveness probe")
 	case p.probeID == "" && now.Sub(p.lastHeard) >= p.opts.ProbeAfter:
 		if p.modernMeta != nil {
-			p.probeID = p.internal("server/discover", setField(json.RawMessage(`{}`), "_meta", p.modernMeta))
+			p.probeID = p.internal("server/discover", jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
 		} else {
 			p.probeID = p.internal("ping", nil)
 		}
@@ -630,42 +629,10 @@ func (p *proxy) restartError(id jsonrpc.ID) []byte {
 
 func (p *proxy) toHost(f []byte) { p.host <- f }
 
-// withID returns frame with the value of its top-level id member replaced, every other byte
-// kept: the hot path of the proxy, so no decoding and re-encoding.
-func withID(frame []byte, id jsonrpc.ID) []byte {
-	var old []byte
-	jsonrpc.EachMember(frame, func(key, value []byte) bool {
-		if string(key) == "id" {
-			old = value
-			return false
-		}
-		return true
-	})
-	if old == nil {
-		return setField(frame, "id", json.RawMessage(id))
-	}
-	start := cap(frame) - cap(old) // old is frame[start:start+len(old)]
-	out := make([]byte, 0, len(frame)-len(old)+len(id))
-	out = append(out, frame[:start]...)
-	out = append(out, id...)
-	return append(out, frame[start+len(old):]...)
-}
-
-// setField returns obj with one member set, keeping the others' bytes.
-func setField(obj json.RawMessage, key string, value json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if len(obj) == 0 || json.Unmarshal(obj, &m) != nil || m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m[key] = value
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(m)
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
+// withID returns frame with its top-level id replaced, every other byte kept.
+func withID(frame []byte, id jsonrpc.ID) []byte { return jsonrpc.SetMember(frame, "id", id) }
 
 // setMeta returns params with one key of its _meta set.
 func setMeta(params json.RawMessage, key string, value json.RawMessage) json.RawMessage {
-	return setField(params, "_meta", setField(jsonrpc.Field(params, "_meta"), key, value))
+	return jsonrpc.SetMember(params, "_meta", jsonrpc.SetMember(jsonrpc.Field(params, "_meta"), key, value))
 }
