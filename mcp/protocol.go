@@ -3,7 +3,6 @@ package mcp
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/relayrt/relay/jsonrpc"
 )
@@ -67,15 +66,6 @@ func errUnsupportedVersion(requested string) *jsonrpc.Error {
 		Code:    CodeUnsupportedProtocolVersion,
 		Message: "Unsupported protocol version " + requested + "; send one of the supported versions",
 		Data:    map[string]any{"supported": ModernVersions, "requested": requested},
-	}
-}
-
-func overloaded(retryAfter time.Duration) *jsonrpc.Error {
-	ms := retryAfter.Milliseconds()
-	return &jsonrpc.Error{
-		Code:    CodeServerBusy,
-		Message: fmt.Sprintf("Server overloaded: too many requests in flight; retry after %d ms", ms),
-		Data:    map[string]any{"retryAfterMs": ms, "retryable": true},
 	}
 }
 

@@ -110,7 +110,7 @@ func (s *Server) Profile() runtime.Profile {
 				Message: "Invalid request: the message is longer than the server's limit; send a smaller one",
 				Data:    map[string]any{"limitBytes": limit}}
 		},
-		Overloaded: overloaded,
+		// Overloaded: the runtime's default, -32000 with retryAfterMs, is MCP's answer too.
 		Abandoned: &jsonrpc.Error{Code: CodeServerBusy,
 			Message: "Server shutting down: the request did not finish before the drain deadline; retry it",
 			Data:    map[string]any{"retryable": true}},

@@ -30,9 +30,13 @@ func NewServer(p Profile, opts ...Option) *Server {
 	return &Server{profile: p, opts: o}
 }
 
+// defaultOverloaded is the overload error of profiles that do not choose their own: -32000,
+// the first code JSON-RPC leaves to implementations, saying when to retry.
 func defaultOverloaded(retryAfter time.Duration) *jsonrpc.Error {
+	ms := retryAfter.Milliseconds()
 	return &jsonrpc.Error{Code: -32000,
-		Message: fmt.Sprintf("Server overloaded: too many requests in flight; retry after %d ms", retryAfter.Milliseconds())}
+		Message: fmt.Sprintf("Server overloaded: too many requests in flight; retry after %d ms", ms),
+		Data:    map[string]any{"retryAfterMs": ms, "retryable": true}}
 }
 
 // Inbound is one unit of input from a transport: a frame, or word that the transport
