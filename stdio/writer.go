@@ -51,6 +51,17 @@ func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(e
 
 var errEmptyFrame = errors.New("stdio: empty frame")
 
+// WriteFrames is the writer actor for programs that produce frames other than through a
+// runtime.Server (a proxy, say): every frame becomes one line of w, whatever is queued is
+// joined into one write, and it returns once frames is closed. After a failed write it keeps
+// taking frames, so that senders never block, and returns the error at the end.
+func WriteFrames(w io.Writer, frames <-chan []byte, log *zap.Logger) error {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return writeLoop(w, frames, log, func(error) {})
+}
+
 // appendFrame appends f and a newline, compacting f first if it spans lines.
 func appendFrame(buf, f []byte, log *zap.Logger) []byte {
 	if len(bytes.TrimSpace(f)) == 0 { // no message at all: never write a blank line

@@ -147,23 +147,7 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	wrote := make(chan struct{})
 	go func() { // the host writer actor: the only owner of hostOut
 		defer close(wrote)
-		buf := make([]byte, 0, 64<<10)
-		for f := range toHost {
-			buf = append(append(buf[:0], f...), '\n')
-			for more := true; more && len(buf) < 1<<20; { // one write for whatever is queued
-				select {
-				case f, ok := <-toHost:
-					if !ok {
-						more = false
-						break
-					}
-					buf = append(append(buf, f...), '\n')
-				default:
-					more = false
-				}
-			}
-			hostOut.Write(buf)
-		}
+		stdio.WriteFrames(hostOut, toHost, o.Logger)
 	}()
 	supErr := make(chan error, 1)
 	supCtx, stopSup := context.WithCancel(ctx)
