@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/stdio"
 )
 
 // Client is a JSON-RPC client over a supervised child, for many callers at once: every call
@@ -137,10 +137,17 @@ func (c *Client) route(r io.Reader) {
 	frames := make(chan []byte)
 	go func() { // the reader, owned by route: it ends when the proxy's output closes
 		defer close(frames)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 64<<20)
-		for sc.Scan() {
-			frames <- append([]byte(nil), sc.Bytes()...)
+		fr := stdio.NewReader(r, 0) // Relay's own framing, as everywhere else
+		for {
+			line, err := fr.Next()
+			var tl *stdio.TooLargeError
+			if errors.As(err, &tl) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			frames <- append([]byte(nil), line...)
 		}
 	}()
 	calls := map[string]*clientCall{}
