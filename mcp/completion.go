@@ -37,7 +37,7 @@ type CompletionHandler func(ctx context.Context, req *CompleteRequest) (*Complet
 
 // SetCompletionHandler sets the server's completion handler and advertises completions.
 func (s *Server) SetCompletionHandler(h CompletionHandler) {
-	s.update(0, func(r *registry) { r.complete = h; r.index() })
+	s.update(0, func(r *registry) { r.complete = h })
 }
 
 func (s *Server) complete(ctx context.Context, req *Request) (any, error) {

@@ -70,7 +70,6 @@ func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
 	}
 	s.update(promptsChanged, func(r *registry) {
 		r.prompts[def.Name] = &prompt{def: &def, raw: raw, get: h}
-		r.index()
 	})
 }
 
@@ -80,7 +79,6 @@ func (s *Server) RemovePrompts(names ...string) {
 		for _, n := range names {
 			delete(r.prompts, n)
 		}
-		r.index()
 	})
 }
 

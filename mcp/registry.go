@@ -14,8 +14,10 @@ type registry struct {
 	templates map[string]*resourceTemplate
 	complete  CompletionHandler
 
-	// sorted keys, for deterministic lists and cursors
+	// derived by index: sorted keys, for deterministic lists and cursors, and the
+	// capabilities the server advertises with this snapshot
 	toolNames, promptNames, resourceURIs, templateKeys []string
+	caps                                               map[string]any
 }
 
 func (r *registry) clone() *registry {
@@ -28,11 +30,25 @@ func (r *registry) clone() *registry {
 	}
 }
 
+// index derives what a snapshot offers from its contents; every change ends with it.
 func (r *registry) index() {
 	r.toolNames = sortedKeys(r.tools)
 	r.promptNames = sortedKeys(r.prompts)
 	r.resourceURIs = sortedKeys(r.resources)
 	r.templateKeys = sortedKeys(r.templates)
+	r.caps = map[string]any{"logging": map[string]any{}}
+	if len(r.tools) > 0 {
+		r.caps["tools"] = map[string]any{"listChanged": true}
+	}
+	if len(r.prompts) > 0 {
+		r.caps["prompts"] = map[string]any{"listChanged": true}
+	}
+	if len(r.resources) > 0 || len(r.templates) > 0 {
+		r.caps["resources"] = map[string]any{"listChanged": true, "subscribe": true}
+	}
+	if r.complete != nil {
+		r.caps["completions"] = map[string]any{}
+	}
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {

@@ -74,7 +74,6 @@ func (s *Server) AddResource(res *Resource, h ResourceHandler) {
 	}
 	s.update(resourcesChanged, func(r *registry) {
 		r.resources[res.URI] = &resource{raw: raw, read: h}
-		r.index()
 	})
 }
 
@@ -91,7 +90,6 @@ func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
 	}
 	s.update(resourcesChanged, func(r *registry) {
 		r.templates[t.URITemplate] = &resourceTemplate{raw: raw, tmpl: tmpl, read: h}
-		r.index()
 	})
 }
 
@@ -101,7 +99,6 @@ func (s *Server) RemoveResources(uris ...string) {
 		for _, u := range uris {
 			delete(r.resources, u)
 		}
-		r.index()
 	})
 }
 

@@ -80,7 +80,9 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	}
 	raw, _ := json.Marshal(map[string]Implementation{MetaServerInfo: info})
 	s.serverInfo = raw
-	s.reg.Store(&registry{})
+	empty := &registry{}
+	empty.index()
+	s.reg.Store(empty)
 	return s
 }
 
@@ -123,6 +125,7 @@ func (s *Server) update(kind changeKind, fn func(r *registry)) {
 	s.mu.Lock()
 	next := s.reg.Load().clone()
 	fn(next)
+	next.index()
 	s.reg.Store(next)
 	s.mu.Unlock()
 	if kind != 0 {
@@ -130,32 +133,13 @@ func (s *Server) update(kind changeKind, fn func(r *registry)) {
 	}
 }
 
-// capabilities lists what the server offers, from what is registered now.
-func (s *Server) capabilities() map[string]any {
-	r := s.reg.Load()
-	caps := map[string]any{"logging": map[string]any{}}
-	if len(r.tools) > 0 {
-		caps["tools"] = map[string]any{"listChanged": true}
-	}
-	if len(r.prompts) > 0 {
-		caps["prompts"] = map[string]any{"listChanged": true}
-	}
-	if len(r.resources) > 0 || len(r.templates) > 0 {
-		caps["resources"] = map[string]any{"listChanged": true, "subscribe": true}
-	}
-	if r.complete != nil {
-		caps["completions"] = map[string]any{}
-	}
-	return caps
-}
+// capabilities lists what the server offers now. The map is shared: read it, never change it.
+func (s *Server) capabilities() map[string]any { return s.reg.Load().caps }
 
-// hasCapability reports whether a feature capability is advertised right now.
+// advertises reports whether a feature capability is advertised right now.
 func (s *Server) advertises(capability string) bool {
-	if capability == "" {
-		return true
-	}
-	_, ok := s.capabilities()[capability]
-	return ok
+	_, ok := s.reg.Load().caps[capability]
+	return capability == "" || ok
 }
 
 // modernResult turns an encoded result object into a 2026-07-28 result: resultType (complete

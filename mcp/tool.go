@@ -175,7 +175,7 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 		panic(fmt.Sprintf("mcp: tool %q cannot be encoded: %v", t.Name, err))
 	}
 	tl.raw = raw
-	s.update(toolsChanged, func(r *registry) { r.tools[def.Name] = tl; r.index() })
+	s.update(toolsChanged, func(r *registry) { r.tools[def.Name] = tl })
 }
 
 // RemoveTools removes tools by name; clients listening for list changes are told.
@@ -184,7 +184,6 @@ func (s *Server) RemoveTools(names ...string) {
 		for _, n := range names {
 			delete(r.tools, n)
 		}
-		r.index()
 	})
 }
 
