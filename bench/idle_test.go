@@ -72,6 +72,8 @@ func BenchmarkIdleInFlight(b *testing.B) {
 		runtime.ReadMemStats(&during)
 		used := int64(during.HeapInuse+during.StackInuse) - int64(before.HeapInuse+before.StackInuse)
 		b.ReportMetric(float64(used)/n, "B/idle-request")
+		b.ReportMetric(float64(int64(during.StackInuse)-int64(before.StackInuse))/n, "stack-B/idle-request")
+		b.ReportMetric(float64(int64(during.HeapObjects)-int64(before.HeapObjects))/n, "objects/idle-request")
 		close(release)
 		conn.Close()
 	}
