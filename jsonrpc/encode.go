@@ -8,11 +8,18 @@ import (
 
 // AppendResult appends a response carrying result, which must be valid JSON.
 func AppendResult(dst []byte, id ID, result []byte) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"result":`...)
+	dst = AppendResultPrefix(dst, id)
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// AppendResultPrefix appends the start of a success response, up to and including
+// `"result":`, for a result that is encoded straight into the frame; the caller appends the
+// result and then the closing '}'.
+func AppendResultPrefix(dst []byte, id ID) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	return append(dst, `,"result":`...)
 }
 
 // AppendError appends an error response. A nil id leaves the member out, as MCP does for a

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +53,13 @@ func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
 			}
 			return nil, err
 		}
+		if r, ok := res.(*CallToolResult); ok && r.textOnly() {
+			open := s.modernOpen
+			if !rm.modern {
+				open = legacyOpen
+			}
+			return &textResult{open: open, r: r}, nil
+		}
 		raw, err := encodeResult(res)
 		if err != nil || !rm.modern {
 			return raw, err
@@ -70,6 +76,9 @@ func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
 		return raw, nil
 	}
 }
+
+// legacyOpen starts a result object of the initialize generation.
+var legacyOpen = []byte("{")
 
 var errTimedOut = errors.New("mcp: the request's time limit passed")
 
@@ -188,11 +197,8 @@ func stringParam(params json.RawMessage, name string) (string, error) {
 }
 
 func asString(raw json.RawMessage, name string) (string, error) {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : n-1]), nil // valid JSON already: a string without escapes is its bytes
-	}
-	var v string
-	if raw == nil || json.Unmarshal(raw, &v) != nil {
+	v, ok := unquote(raw)
+	if !ok {
 		return "", errInvalidParams("%q is required and must be a string", name)
 	}
 	return v, nil

@@ -55,6 +55,7 @@ type Server struct {
 	info       Implementation
 	opts       ServerOptions
 	serverInfo json.RawMessage // {"io.modelcontextprotocol/serverInfo":{...}}
+	modernOpen []byte          // a complete 2026-07-28 result up to its first own member
 	stateKey   []byte
 
 	mu  sync.Mutex // serialises registrations; requests read the snapshot
@@ -80,6 +81,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	}
 	raw, _ := json.Marshal(map[string]Implementation{MetaServerInfo: info})
 	s.serverInfo = raw
+	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
 	empty := &registry{}
 	empty.index()
 	s.reg.Store(empty)

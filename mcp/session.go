@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"sync"
@@ -41,60 +42,51 @@ var removedMethods = []string{
 
 func (ss *session) Route(req *runtime.Request) runtime.Route {
 	params := readParams(req.Params)
+	if f, ok := features[req.Method]; ok { // nearly every request
+		rm, err := readMeta(params, ss.legacy)
+		if err != nil {
+			return runtime.Route{Err: err}
+		}
+		if !ss.s.advertises(f.capability) {
+			return runtime.Route{Err: errMethodNotFound(req.Method, "")}
+		}
+		return runtime.Route{Handler: ss.s.handler(f, rm)}
+	}
 	meta := params[pMeta]
 	if meta != nil && !jsonrpc.IsObject(meta) {
 		return runtime.Route{Err: errInvalidParams("_meta must be an object")}
 	}
-	if pv := jsonrpc.Field(meta, MetaProtocolVersion); pv != nil {
-		return ss.routeModern(req, meta, pv, params)
+	if jsonrpc.Field(meta, MetaProtocolVersion) != nil {
+		return ss.routeModern(req, params)
 	}
 	if req.Method == "initialize" {
 		return ss.initialize(req)
 	}
 	if ss.legacy != nil {
-		return ss.routeLegacy(req, meta, params)
+		return ss.routeLegacy(req)
 	}
 	if req.Method == "ping" {
 		return runtime.Route{Result: json.RawMessage("{}")}
 	}
-	return runtime.Route{Err: errInvalidParams(
-		"params._meta lacks %q; a 2026-07-28 client sends it with every request, an older client sends initialize first",
-		MetaProtocolVersion)}
+	return runtime.Route{Err: errNoVersion}
 }
 
-func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage, params []json.RawMessage) runtime.Route {
-	var version string
-	if json.Unmarshal(pv, &version) != nil {
-		return runtime.Route{Err: errInvalidParams("_meta %q must be a string", MetaProtocolVersion)}
+// errNoVersion answers a request that is neither of the 2026-07-28 revision nor on an
+// initialized connection.
+var errNoVersion = errInvalidParams(
+	"params._meta lacks %q; a 2026-07-28 client sends it with every request, an older client sends initialize first",
+	MetaProtocolVersion)
+
+// routeModern routes a 2026-07-28 request for a method that is not a feature.
+func (ss *session) routeModern(req *runtime.Request, params []json.RawMessage) runtime.Route {
+	if _, err := readMeta(params, nil); err != nil {
+		return runtime.Route{Err: err}
 	}
-	caps := jsonrpc.Field(meta, MetaClientCapabilities)
-	if caps == nil || !jsonrpc.IsObject(caps) {
-		return runtime.Route{Err: errInvalidParams("_meta %q is required: an object, {} when the client has none",
-			MetaClientCapabilities)}
-	}
-	if !slices.Contains(ModernVersions, version) {
-		return runtime.Route{Err: errUnsupportedVersion(version)}
-	}
-	rm := requestMeta{modern: true, version: version, clientCaps: caps, logLevel: -1, trace: traceOf(meta), params: params}
-	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
-		rm.progressToken = tok
-	}
-	if raw := jsonrpc.Field(meta, MetaLogLevel); raw != nil {
-		level, ok := parseLevel(raw)
-		if !ok {
-			return runtime.Route{Err: errInvalidParams("unknown log level %s; use debug, info, notice, warning, error, critical, alert or emergency", raw)}
-		}
-		rm.logLevel = level
-	}
-	s := ss.s
 	switch req.Method {
 	case "server/discover":
-		return runtime.Route{Result: s.discoverResult()}
+		return runtime.Route{Result: ss.s.discoverResult()}
 	case "subscriptions/listen":
-		return runtime.Route{LongLived: true, Handler: s.listen}
-	}
-	if f, ok := features[req.Method]; ok && s.advertises(f.capability) {
-		return runtime.Route{Handler: s.handler(f, rm)}
+		return runtime.Route{LongLived: true, Handler: ss.s.listen}
 	}
 	if slices.Contains(removedMethods, req.Method) {
 		return runtime.Route{Err: errMethodNotFound(req.Method, " (removed in 2026-07-28)")}
@@ -102,12 +94,10 @@ func (ss *session) routeModern(req *runtime.Request, meta, pv json.RawMessage, p
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
 }
 
-func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage, params []json.RawMessage) runtime.Route {
+// routeLegacy routes a request of the initialize generation for a method that is not a
+// feature.
+func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 	l := ss.legacy
-	rm := requestMeta{version: l.version, clientCaps: l.caps, logLevel: l.logLevel, trace: traceOf(meta), params: params}
-	if tok := jsonrpc.Field(meta, MetaProgressToken); jsonrpc.IsRequestID(tok) {
-		rm.progressToken = tok
-	}
 	s := ss.s
 	switch req.Method {
 	case "ping":
@@ -136,18 +126,81 @@ func (ss *session) routeLegacy(req *runtime.Request, meta json.RawMessage, param
 		l.mu.Unlock()
 		return runtime.Route{Result: json.RawMessage("{}")}
 	}
-	if f, ok := features[req.Method]; ok && s.advertises(f.capability) {
-		return runtime.Route{Handler: s.handler(f, rm)}
-	}
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
 }
 
-// traceOf reads the W3C trace context from _meta (DIGEST A2: traceparent, tracestate).
-func traceOf(meta json.RawMessage) runtime.TraceContext {
-	var t runtime.TraceContext
-	json.Unmarshal(jsonrpc.Field(meta, "traceparent"), &t.Parent)
-	json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &t.State)
-	return t
+// metaKeys are the members of _meta the server reads, in one pass.
+var metaKeys = [...]string{MetaProtocolVersion, MetaClientCapabilities, MetaProgressToken, MetaLogLevel,
+	"traceparent", "tracestate"}
+
+const (
+	mVersion = iota
+	mCaps
+	mProgressToken
+	mLogLevel
+	mTraceParent
+	mTraceState
+)
+
+// readMeta reads what a request runs under from its _meta in one pass: the 2026-07-28
+// protocol members when it has them, otherwise what the connection's initialize established
+// (legacy, nil on a connection without one).
+func readMeta(params []json.RawMessage, legacy *legacySession) (requestMeta, error) {
+	rm := requestMeta{logLevel: -1, params: params}
+	meta := params[pMeta]
+	if meta != nil && !jsonrpc.IsObject(meta) {
+		return rm, errInvalidParams("_meta must be an object")
+	}
+	var m [len(metaKeys)]json.RawMessage
+	if meta != nil {
+		jsonrpc.Fields(meta, metaKeys[:], m[:])
+	}
+	switch {
+	case m[mVersion] != nil:
+		version, ok := unquote(m[mVersion])
+		if !ok {
+			return rm, errInvalidParams("_meta %q must be a string", MetaProtocolVersion)
+		}
+		if caps := m[mCaps]; caps == nil || !jsonrpc.IsObject(caps) {
+			return rm, errInvalidParams("_meta %q is required: an object, {} when the client has none",
+				MetaClientCapabilities)
+		}
+		if !slices.Contains(ModernVersions, version) {
+			return rm, errUnsupportedVersion(version)
+		}
+		rm.modern, rm.version, rm.clientCaps = true, version, m[mCaps]
+		if raw := m[mLogLevel]; raw != nil {
+			level, ok := parseLevel(raw)
+			if !ok {
+				return rm, errInvalidParams("unknown log level %s; use debug, info, notice, warning, error, critical, alert or emergency", raw)
+			}
+			rm.logLevel = level
+		}
+	case legacy != nil:
+		rm.version, rm.clientCaps, rm.logLevel = legacy.version, legacy.caps, legacy.logLevel
+	default:
+		return rm, errNoVersion
+	}
+	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
+		rm.progressToken = tok
+	}
+	// W3C trace context (DIGEST A2: traceparent, tracestate); a malformed one is ignored.
+	if raw := m[mTraceParent]; raw != nil {
+		rm.trace.Parent, _ = unquote(raw)
+		rm.trace.State, _ = unquote(m[mTraceState])
+	}
+	return rm, nil
+}
+
+// unquote decodes a raw JSON string; ok is false when raw is not one.
+func unquote(raw json.RawMessage) (s string, ok bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : n-1]), true // valid JSON already: a string without escapes is its bytes
+	}
+	if raw == nil || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func parseLevel(raw json.RawMessage) (int, bool) {

@@ -71,27 +71,63 @@ type callToolWire struct {
 // encoding/json's reflection and its second pass over the output: a large echo spends most of
 // its time here otherwise. ok is false for any other result.
 func (r *CallToolResult) appendText(dst []byte) (out []byte, ok bool) {
-	if r.Meta != nil || r.StructuredContent != nil {
+	if !r.textOnly() {
 		return nil, false
 	}
-	dst = append(dst, `{"content":[`...)
-	for i, c := range r.Content {
-		t, isText := c.(*TextContent)
-		if !isText || t.Meta != nil || t.Annotations != nil {
-			return nil, false
+	return r.appendTextMembers(append(dst, '{')), true
+}
+
+// textOnly reports whether the result holds text items and nothing else.
+func (r *CallToolResult) textOnly() bool {
+	if r.Meta != nil || r.StructuredContent != nil {
+		return false
+	}
+	for _, c := range r.Content {
+		if t, ok := c.(*TextContent); !ok || t.Meta != nil || t.Annotations != nil {
+			return false
 		}
+	}
+	return true
+}
+
+// appendTextMembers appends the members of a textOnly result and the closing brace.
+func (r *CallToolResult) appendTextMembers(dst []byte) []byte {
+	dst = append(dst, `"content":[`...)
+	for i, c := range r.Content {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"text","text":`...)
-		dst = jsonrpc.AppendString(dst, t.Text)
+		dst = jsonrpc.AppendString(dst, c.(*TextContent).Text)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
 	if r.IsError {
 		dst = append(dst, `,"isError":true`...)
 	}
-	return append(dst, '}'), true
+	return append(dst, '}')
+}
+
+// textResult is a textOnly tools/call result that the runtime encodes straight into the
+// response frame (runtime.Appender): a 64 KiB echo was otherwise copied three times after it
+// was encoded, into the 2026-07-28 form, into the frame, and once on the way.
+type textResult struct {
+	open []byte // "{", or the start of a 2026-07-28 result up to its first member
+	r    *CallToolResult
+}
+
+// SizeHint implements runtime.Appender.
+func (t *textResult) SizeHint() int {
+	n := len(t.open) + 32
+	for _, c := range t.r.Content {
+		n += len(c.(*TextContent).Text) + 32
+	}
+	return n
+}
+
+// AppendJSON implements runtime.Appender.
+func (t *textResult) AppendJSON(dst []byte) []byte {
+	return t.r.appendTextMembers(append(dst, t.open...))
 }
 
 func (r *CallToolResult) wireForm() *callToolWire {

@@ -518,6 +518,9 @@ func (d *dispatcher) encodeResult(id jsonrpc.ID, result any) []byte {
 		return jsonrpc.AppendResult(nil, id, r)
 	case nil:
 		return jsonrpc.AppendResult(nil, id, []byte("null"))
+	case Appender:
+		out := jsonrpc.AppendResultPrefix(make([]byte, 0, 40+len(id)+r.SizeHint()), id)
+		return append(r.AppendJSON(out), '}')
 	}
 	raw, err := json.Marshal(result)
 	if err != nil {

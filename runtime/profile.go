@@ -69,8 +69,8 @@ type SessionCloser interface {
 type Route struct {
 	// Handler runs in its own request actor.
 	Handler Handler
-	// Result answers the request at once: json.RawMessage is sent as it is, anything else is
-	// encoded with encoding/json.
+	// Result answers the request at once: json.RawMessage is sent as it is, an Appender
+	// encodes itself, anything else is encoded with encoding/json.
 	Result any
 	// Err answers the request at once with an error (see ErrorOf).
 	Err error
@@ -86,6 +86,15 @@ type Route struct {
 // cancels the request or the drain deadline passes. The result is encoded as Route.Result is;
 // an error is sent as ErrorOf says.
 type Handler func(ctx context.Context, req *Request) (result any, err error)
+
+// Appender is a result that encodes itself straight into the response frame, so that a
+// large result is not first encoded into a buffer of its own and then copied.
+type Appender interface {
+	// AppendJSON appends the result's JSON encoding, a complete JSON value, to dst.
+	AppendJSON(dst []byte) []byte
+	// SizeHint estimates the length of the encoding, to size the frame at once.
+	SizeHint() int
+}
 
 // ErrorOf returns the JSON-RPC error that answers err: the *jsonrpc.Error itself when err is
 // or wraps one, otherwise an internal error whose message does not leak err's text.
