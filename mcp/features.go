@@ -12,40 +12,63 @@ import (
 
 // feature describes a method that serves what the server offers, in both eras.
 type feature struct {
+	index      int    // in featureList, and in Server.chains
 	capability string // the server capability that must be advertised
 	cacheable  bool   // complete 2026-07-28 results carry ttlMs and cacheScope
 	serve      func(s *Server, ctx context.Context, req *Request) (any, error)
 }
 
-var features = map[string]feature{
-	"tools/list":               {"tools", true, (*Server).listTools},
-	"tools/call":               {"tools", false, (*Server).callTool},
-	"prompts/list":             {"prompts", true, (*Server).listPrompts},
-	"prompts/get":              {"prompts", false, (*Server).getPrompt},
-	"resources/list":           {"resources", true, (*Server).listResources},
-	"resources/templates/list": {"resources", true, (*Server).listTemplates},
-	"resources/read":           {"resources", true, (*Server).readResource},
-	"completion/complete":      {"completions", false, (*Server).complete},
+var featureList = []*feature{
+	{0, "tools", true, (*Server).listTools},
+	{1, "tools", false, (*Server).callTool},
+	{2, "prompts", true, (*Server).listPrompts},
+	{3, "prompts", false, (*Server).getPrompt},
+	{4, "resources", true, (*Server).listResources},
+	{5, "resources", true, (*Server).listTemplates},
+	{6, "resources", true, (*Server).readResource},
+	{7, "completions", false, (*Server).complete},
+}
+
+var features = map[string]*feature{
+	"tools/list":               featureList[0],
+	"tools/call":               featureList[1],
+	"prompts/list":             featureList[2],
+	"prompts/get":              featureList[3],
+	"resources/list":           featureList[4],
+	"resources/templates/list": featureList[5],
+	"resources/read":           featureList[6],
+	"completion/complete":      featureList[7],
+}
+
+// middlewareChains wraps each feature method in the server's middleware, once.
+func (s *Server) middlewareChains() []MethodHandler {
+	chains := make([]MethodHandler, len(featureList))
+	for i, f := range featureList {
+		inner := MethodHandler(func(ctx context.Context, req *Request) (any, error) { return f.serve(s, ctx, req) })
+		for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
+			inner = s.opts.Middleware[i](inner)
+		}
+		chains[i] = inner
+	}
+	return chains
 }
 
 // handler returns the request actor's body for a feature method: middleware, the
-// per-request timeout, encoding, and the 2026-07-28 result fields.
-func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
-	inner := MethodHandler(func(ctx context.Context, req *Request) (any, error) { return f.serve(s, ctx, req) })
-	for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
-		inner = s.opts.Middleware[i](inner)
-	}
+// per-request timeout, encoding, and the 2026-07-28 result fields. The Request is made here,
+// on the dispatcher's goroutine, and handed to the actor, which alone uses it from then on.
+func (s *Server) handler(f *feature, rm requestMeta) runtime.Handler {
+	req := &Request{s: s, meta: rm}
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
-		if rm.trace.Parent != "" {
-			ctx = runtime.WithTrace(ctx, rm.trace)
+		req.method, req.rt = rt.Method, rt
+		if req.meta.trace.Parent != "" {
+			ctx = runtime.WithTrace(ctx, req.meta.trace)
 		}
 		if s.opts.RequestTimeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errTimedOut)
 			defer cancel()
 		}
-		req := &Request{method: rt.Method, rt: rt, s: s, meta: rm}
-		res, err := inner(ctx, req)
+		res, err := s.chains[f.index](ctx, req)
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errTimedOut) {
 				return nil, &jsonrpc.Error{Code: CodeServerBusy, Message: fmt.Sprintf(
@@ -54,14 +77,14 @@ func (s *Server) handler(f feature, rm requestMeta) runtime.Handler {
 			return nil, err
 		}
 		if r, ok := res.(*CallToolResult); ok && r.textOnly() {
-			open := s.modernOpen
-			if !rm.modern {
-				open = legacyOpen
+			req.text = textResult{open: s.modernOpen, r: r}
+			if !req.meta.modern {
+				req.text.open = legacyOpen
 			}
-			return &textResult{open: open, r: r}, nil
+			return &req.text, nil
 		}
 		raw, err := encodeResult(res)
-		if err != nil || !rm.modern {
+		if err != nil || !req.meta.modern {
 			return raw, err
 		}
 		complete := jsonrpc.FirstKey(raw) != "resultType" // only input_required sets it
@@ -121,7 +144,10 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 		}
 		return bind
 	}
-	answers := map[string]json.RawMessage{}
+	var answers map[string]json.RawMessage // made only when a retry brings answers
+	if state != nil || responses != nil {
+		answers = map[string]json.RawMessage{}
+	}
 	if raw := state; raw != nil {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
@@ -150,6 +176,9 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 	res, err := run()
 	if err == nil || !errors.Is(err, ErrInputRequired) || len(req.asked) == 0 {
 		return res, err
+	}
+	if answers == nil {
+		answers = map[string]json.RawMessage{}
 	}
 	binding().Answers = answers
 	return struct {
@@ -206,7 +235,7 @@ func asString(raw json.RawMessage, name string) (string, error) {
 
 // topParams are the members of params the server reads, all in the one pass the session
 // makes when it routes a request (a large tools/call is not scanned again).
-var topParams = []string{"_meta", "name", "uri", "arguments", "requestState", "inputResponses"}
+var topParams = [...]string{"_meta", "name", "uri", "arguments", "requestState", "inputResponses"}
 
 const (
 	pMeta = iota
@@ -217,16 +246,13 @@ const (
 	pInputResponses
 )
 
-func readParams(params json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, len(topParams))
-	jsonrpc.Fields(params, topParams, out)
+// paramValues holds the members of params named by topParams.
+type paramValues [len(topParams)]json.RawMessage
+
+func readParams(params json.RawMessage) (out paramValues) {
+	jsonrpc.Fields(params, topParams[:], out[:])
 	return out
 }
 
 // readInteractive returns the members read when the request was routed.
-func readInteractive(req *Request) []json.RawMessage {
-	if req.meta.params != nil {
-		return req.meta.params
-	}
-	return readParams(req.rt.Params)
-}
+func readInteractive(req *Request) *paramValues { return &req.meta.params }

@@ -46,7 +46,7 @@ type requestMeta struct {
 	progressToken json.RawMessage // raw string or integer; nil when absent
 	logLevel      int             // index into levelRank; -1 sends no log messages
 	trace         runtime.TraceContext
-	params        []json.RawMessage // the members of params in topParams, read once at routing
+	params        paramValues // the members of params in topParams, read once at routing
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
@@ -65,6 +65,10 @@ type Request struct {
 	asked    map[string]inputRequest    // 2026-07-28: what this run needs
 	nAsk     int
 	retrying bool // the request carried inputResponses or requestState
+
+	// Storage for what a request makes exactly once, to save it an allocation of its own.
+	toolCall CallToolRequest
+	text     textResult
 }
 
 // Method returns the JSON-RPC method being served.

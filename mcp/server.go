@@ -57,6 +57,7 @@ type Server struct {
 	serverInfo json.RawMessage // {"io.modelcontextprotocol/serverInfo":{...}}
 	modernOpen []byte          // a complete 2026-07-28 result up to its first own member
 	stateKey   []byte
+	chains     []MethodHandler // each feature method in the middleware, by feature.index
 
 	mu  sync.Mutex // serialises registrations; requests read the snapshot
 	reg atomic.Pointer[registry]
@@ -82,6 +83,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	raw, _ := json.Marshal(map[string]Implementation{MetaServerInfo: info})
 	s.serverInfo = raw
 	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
+	s.chains = s.middlewareChains()
 	empty := &registry{}
 	empty.index()
 	s.reg.Store(empty)

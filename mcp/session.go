@@ -78,7 +78,7 @@ var errNoVersion = errInvalidParams(
 	MetaProtocolVersion)
 
 // routeModern routes a 2026-07-28 request for a method that is not a feature.
-func (ss *session) routeModern(req *runtime.Request, params []json.RawMessage) runtime.Route {
+func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime.Route {
 	if _, err := readMeta(params, nil); err != nil {
 		return runtime.Route{Err: err}
 	}
@@ -145,7 +145,7 @@ const (
 // readMeta reads what a request runs under from its _meta in one pass: the 2026-07-28
 // protocol members when it has them, otherwise what the connection's initialize established
 // (legacy, nil on a connection without one).
-func readMeta(params []json.RawMessage, legacy *legacySession) (requestMeta, error) {
+func readMeta(params paramValues, legacy *legacySession) (requestMeta, error) {
 	rm := requestMeta{logLevel: -1, params: params}
 	meta := params[pMeta]
 	if meta != nil && !jsonrpc.IsObject(meta) {
@@ -157,9 +157,11 @@ func readMeta(params []json.RawMessage, legacy *legacySession) (requestMeta, err
 	}
 	switch {
 	case m[mVersion] != nil:
-		version, ok := unquote(m[mVersion])
+		version, ok := knownVersion(m[mVersion])
 		if !ok {
-			return rm, errInvalidParams("_meta %q must be a string", MetaProtocolVersion)
+			if version, ok = unquote(m[mVersion]); !ok {
+				return rm, errInvalidParams("_meta %q must be a string", MetaProtocolVersion)
+			}
 		}
 		if caps := m[mCaps]; caps == nil || !jsonrpc.IsObject(caps) {
 			return rm, errInvalidParams("_meta %q is required: an object, {} when the client has none",
@@ -193,14 +195,32 @@ func readMeta(params []json.RawMessage, legacy *legacySession) (requestMeta, err
 }
 
 // unquote decodes a raw JSON string; ok is false when raw is not one.
-func unquote(raw json.RawMessage) (s string, ok bool) {
+func unquote(raw json.RawMessage) (string, bool) {
 	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : n-1]), true // valid JSON already: a string without escapes is its bytes
 	}
+	return unquoteSlow(raw)
+}
+
+func unquoteSlow(raw json.RawMessage) (string, bool) {
+	var s string
 	if raw == nil || json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// knownVersion returns the 2026-07-28 revision named by a raw JSON string without allocating,
+// or false when raw names none of ModernVersions as it is.
+func knownVersion(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		for _, v := range ModernVersions {
+			if string(raw[1:n-1]) == v {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }
 
 func parseLevel(raw json.RawMessage) (int, bool) {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -250,14 +251,15 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	p := readInteractive(req)
-	name, err := asString(p[pName], "name")
-	if err != nil {
-		return nil, err
-	}
-	tl := s.reg.Load().tools[name]
+	tl := lookupTool(s.reg.Load().tools, p[pName])
 	if tl == nil {
+		name, err := asString(p[pName], "name")
+		if err != nil {
+			return nil, err
+		}
 		return nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
 	}
+	name := tl.def.Name
 	args := p[pArguments]
 	if string(args) == "null" {
 		args = nil
@@ -266,13 +268,12 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
 	}
 	return s.interactive(ctx, req, name, args, p[pRequestState], p[pInputResponses], func() (any, error) {
-		res, err := tl.call(ctx, &CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)})
-		var je *jsonrpc.Error
-		switch {
-		case err == nil:
-		case errors.As(err, &je), errors.Is(err, ErrInputRequired), ctx.Err() != nil:
-			return nil, err
-		default:
+		req.toolCall = CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)}
+		res, err := tl.call(ctx, &req.toolCall)
+		if err != nil {
+			if isProtocolError(ctx, err) {
+				return nil, err
+			}
 			res = ErrorResult(err.Error())
 		}
 		if res == nil {
@@ -286,6 +287,26 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		}
 		return res, nil
 	})
+}
+
+// lookupTool finds the tool a raw JSON name names, without allocating for the common name
+// that has no escapes.
+func lookupTool(tools map[string]*tool, raw json.RawMessage) *tool {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return tools[string(raw[1:n-1])]
+	}
+	if name, ok := unquote(raw); ok {
+		return tools[name]
+	}
+	return nil
+}
+
+// isProtocolError reports whether a tool handler's error is answered as a JSON-RPC error
+// rather than as a tool-error result: a *jsonrpc.Error, a request for input, or the end of
+// the request's context.
+func isProtocolError(ctx context.Context, err error) bool {
+	var je *jsonrpc.Error
+	return errors.As(err, &je) || errors.Is(err, ErrInputRequired) || ctx.Err() != nil
 }
 
 // checkOutput validates structured content against a tool's output schema.
