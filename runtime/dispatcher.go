@@ -54,6 +54,7 @@ type entry struct {
 	abandoned bool // at the drain deadline
 	batch     *batch
 	calls     []string // our requests to the peer on its behalf
+	w         *worker  // the worker running it
 }
 
 // batch collects the answers to the members of one JSON-RPC batch.
@@ -73,7 +74,6 @@ type dispatcher struct {
 	in      <-chan Inbound
 	emit    func(Outbound) // the only way out: blocks while the transport is behind
 	events  chan event
-	jobs    chan job // idle workers wait here for the next request
 	stopped chan struct{}
 	drainCh chan struct{}
 
@@ -83,6 +83,11 @@ type dispatcher struct {
 	actors   int // all request actors alive
 	pending  map[string]*call
 	nextCall int64
+
+	idle    []*worker // most recently idle last; see worker.go
+	reapGen uint32
+	reap    *time.Timer
+	reapC   <-chan time.Time // reap.C while idle workers wait to be reaped
 
 	draining    bool
 	stopReading bool
@@ -99,7 +104,6 @@ func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(
 		in:      in,
 		emit:    emit,
 		events:  make(chan event, 256),
-		jobs:    make(chan job),
 		stopped: make(chan struct{}),
 		drainCh: make(chan struct{}),
 		table:   make(map[string]*entry),
@@ -121,7 +125,7 @@ func (d *dispatcher) send(ev event) error {
 
 func (d *dispatcher) run(ctx context.Context) error {
 	defer func() {
-		close(d.jobs)    // idle workers end
+		d.stopWorkers()
 		close(d.stopped) // before Close, so that a session's goroutines blocked on Peer.Notify return
 		if c, ok := d.session.(SessionCloser); ok {
 			c.Close()
@@ -133,6 +137,28 @@ func (d *dispatcher) run(ctx context.Context) error {
 		if d.draining && d.in == nil && len(d.table) == 0 && d.actors == 0 {
 			return nil
 		}
+		// Under load there is nearly always an event or a frame waiting: take it with a
+		// single-channel receive, cheaper than the select below, which locks every channel it
+		// waits on. Completions come first, so that requests leave before new ones come in.
+		select {
+		case ev := <-d.events:
+			d.event(ev)
+			continue
+		default:
+		}
+		if d.in != nil {
+			select {
+			case in, ok := <-d.in:
+				if ok {
+					d.inbound(in)
+					continue
+				}
+				d.in = nil
+				d.beginDrain()
+				continue
+			default:
+			}
+		}
 		select {
 		case in, ok := <-d.in:
 			if !ok {
@@ -140,11 +166,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 				d.beginDrain()
 				continue
 			}
-			if in.TooLarge > 0 {
-				d.tooLarge(in.TooLarge)
-				continue
-			}
-			d.frame(in.Frame)
+			d.inbound(in)
 		case ev := <-d.events:
 			d.event(ev)
 		case <-done:
@@ -154,12 +176,23 @@ func (d *dispatcher) run(ctx context.Context) error {
 			d.deadline = nil
 			d.abandon()
 			grace = time.After(stopGrace)
+		case <-d.reapC:
+			d.reapC = nil
+			d.reapIdle()
 		case <-grace:
 			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind",
 				zap.Int("handlers", d.actors))
 			return nil
 		}
 	}
+}
+
+func (d *dispatcher) inbound(in Inbound) {
+	if in.TooLarge > 0 {
+		d.tooLarge(in.TooLarge)
+		return
+	}
+	d.frame(in.Frame)
 }
 
 // beginDrain stops taking new work. Frames still arriving are read to the end (a transport
@@ -413,47 +446,7 @@ func (d *dispatcher) start(e *entry) {
 	d.actors++
 	ctx, cancel := context.WithCancelCause(d.base)
 	e.cancel = cancel
-	j := job{ctx: ctx, e: e}
-	select {
-	case d.jobs <- j: // an idle worker takes it
-	default:
-		go d.worker(j)
-	}
-}
-
-// job is one request for a worker to run as its actor.
-type job struct {
-	ctx context.Context
-	e   *entry
-}
-
-// workerIdle is how long a worker goroutine waits for another request before it ends.
-const workerIdle = 2 * time.Second
-
-// worker runs request actors one after another. Each request still runs alone, with its own
-// context, and reports to the dispatcher as an actor does; reusing the goroutine only keeps
-// its grown stack, which a fresh goroutine per request would copy again and again (a quarter
-// of the CPU of small requests, by profile). Workers end when idle, and when the dispatcher
-// closes jobs.
-func (d *dispatcher) worker(j job) {
-	d.runActor(j.ctx, j.e)
-	// The idle timer is made after the first request, not before: making it first grows a new
-	// goroutine's stack past 2 KiB (the timer code's call chain is deep), and an idle request
-	// would then hold 4 KiB of stack instead of 2 (BenchmarkIdleInFlight).
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case next, ok := <-d.jobs:
-			if !ok {
-				return
-			}
-			d.runActor(next.ctx, next.e)
-			idle.Reset(workerIdle)
-		case <-idle.C:
-			return
-		}
-	}
+	d.runWorker(job{ctx: ctx, e: e})
 }
 
 // runActor is the body of a request actor. It is kept small, and the error paths out of line,
@@ -552,6 +545,7 @@ func (d *dispatcher) event(ev event) {
 		e.calls = append(e.calls, string(id))
 		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
 	case evDone:
+		d.workerIdle(e.w)
 		d.actors--
 		if !e.long {
 			d.running--
