@@ -71,6 +71,10 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
+// Drained reports whether every byte read so far has been returned, so that the next call to
+// Next reads.
+func (r *Reader) Drained() bool { return r.start == r.end }
+
 // atEnd handles the bytes left when input has ended.
 func (r *Reader) atEnd() ([]byte, error) {
 	if r.discarding {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	goruntime "runtime"
 	"sync"
 	"syscall"
 
@@ -96,6 +97,12 @@ func readLoop(ctx context.Context, fr *Reader, r io.Reader, in chan<- runtime.In
 		case in <- msg:
 		case <-ctx.Done():
 			return waitEnd(ctx, in)
+		}
+		if fr.Drained() {
+			// The next Next reads, and at a quiet moment that read finds nothing and parks:
+			// let the dispatcher, just woken on this P, run first instead of after that
+			// syscall. A lone request's round trip is a few µs shorter for it.
+			goruntime.Gosched()
 		}
 	}
 }
