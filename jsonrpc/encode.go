@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -86,6 +87,16 @@ func load8(s string, i int) uint64 {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 }
 
+// special8 flags (in the top bit of each byte) the bytes of x that AppendString cannot copy
+// as they are: quotes, backslashes, control bytes and non-ASCII.
+//
+// With non-ASCII flagged anyway, each test is one subtraction: for a byte below 0x80, b-n has
+// its top bit set exactly when b < n, and (b^c)-1 exactly when b == c. A borrow only comes
+// out of a flagged byte, so it may flag bytes above it but never the lowest.
+func special8(x uint64) uint64 {
+	return ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb) | x) & msb
+}
+
 // AppendString appends s as a JSON string: quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced by U+FFFD and U+2028 and U+2029 escaped (as encoding/json
 // does), everything else copied as it is. Runs of plain ASCII are checked 8 bytes at a time.
@@ -93,12 +104,20 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			x := load8(s, i)
-			if anyBelow(x, 0x20)|anyEqual(x, '"')|anyEqual(x, '\\')|(x&msb) == 0 {
-				i += 8
-				continue
+		// Plain ASCII 16 and then 8 bytes a step; at a word that holds a byte to look at, jump
+		// straight to it (the lowest flagged byte is always a true one).
+		for i+16 <= len(s) && special8(load8(s, i))|special8(load8(s, i+8)) == 0 {
+			i += 16
+		}
+		for i+8 <= len(s) {
+			if m := special8(load8(s, i)); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
 			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
 		}
 		c := s[i]
 		switch {

@@ -72,9 +72,12 @@ func anyBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) & ^x & msb }
 func anyEqual(x uint64, b byte) uint64 { return anyBelow(x^(lsb*uint64(b)), 1) }
 
 // plain8 reports whether the 8 bytes at d[i:] hold no quote, backslash or control byte.
+//
+// As in special8, each test is one subtraction; non-ASCII bytes, which are plain here, are
+// masked out at the end, and a borrow only ever comes out of a flagged byte.
 func plain8(d []byte, i int) bool {
 	x := binary.LittleEndian.Uint64(d[i:])
-	return anyBelow(x, 0x20)|anyEqual(x, '"')|anyEqual(x, '\\') == 0
+	return ((x-lsb*0x20)|((x^lsb*'"')-lsb)|((x^lsb*'\\')-lsb))&^x&msb == 0
 }
 
 // skipString validates the string starting at the quote d[i] and returns the index past its
