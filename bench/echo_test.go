@@ -73,6 +73,7 @@ func buildServers(dir string) []*server {
 	gosdk := &server{name: "gosdk", cmd: []string{filepath.Join(dir, "gosdk")}}
 	mcpgo := &server{name: "mcpgo", cmd: []string{filepath.Join(dir, "mcpgo")}}
 	ts := &server{name: "ts"}
+	limit := &server{name: "limit", cmd: []string{filepath.Join(dir, "limit")}}
 
 	// go test puts its own GOROOT/bin first in PATH.
 	goTool := "go"
@@ -87,6 +88,11 @@ func buildServers(dir string) []*server {
 		}
 		if out, err := run("..", nil, goTool, "build", "-o", relay.cmd[0], "./examples/echo"); err != nil {
 			relay.fail = fmt.Sprintf("go build ./examples/echo: %v\n%s", err, out)
+		}
+	})
+	wg.Go(func() {
+		if out, err := run(".", nil, goTool, "build", "-o", limit.cmd[0], "./limit"); err != nil {
+			limit.fail = fmt.Sprintf("go build ./bench/limit: %v\n%s", err, out)
 		}
 	})
 	wg.Go(func() {
@@ -121,7 +127,7 @@ func buildServers(dir string) []*server {
 		ts.cmd = []string{node, filepath.Join(tsDir, "server.mjs")}
 	})
 	wg.Wait()
-	return []*server{relay, gosdk, mcpgo, ts}
+	return []*server{relay, gosdk, mcpgo, ts, limit}
 }
 
 // run runs a command in dir and returns its combined output.

@@ -26,7 +26,6 @@ func TestSWARBoundaries(t *testing.T) {
 		}
 	}
 	for n := 1; n <= 24; n++ { // past one 16-byte and one 8-byte step
-
 		for i := range n {
 			for _, a := range specials {
 				s := bytes.Repeat([]byte{'a'}, n)
