@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"time"
+)
+
+// writeChart draws one panel per row of the stdio table (memory aside) with one bar per
+// server. Every bar is the server's speed as a share of the limit's (for latency and time,
+// limit ÷ value), so that the panels share one scale; the label says the measured value.
+func writeChart(w io.Writer, res results) {
+	const width, left, barW, barH, gap, panelGap = 860, 190, 520, 18, 4, 34
+	colors := map[string]string{"relay": "#2563eb", "gosdk": "#10b981", "mcpgo": "#f59e0b", "ts": "#ef4444", "limit": "#9ca3af"}
+	panels := rows[:4]
+	height := 50 + len(panels)*(panelGap+len(servers)*(barH+gap))
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprint(w, `<rect width="100%" height="100%" fill="white"/>`+"\n")
+	fmt.Fprintf(w, `<text x="%d" y="22" font-size="14" font-weight="bold">Share of the machine's limit (longer is better)</text>`+"\n", left)
+	y := 50
+	for _, r := range panels {
+		limit, ok := res.median(fmt.Sprintf(r.bench, "limit"), r.unit)
+		if r.unit == "ns/op" { // the sleep batch: its limit is the ideal
+			limit, ok = float64(100*time.Millisecond), true
+		}
+		fmt.Fprintf(w, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y, html.EscapeString(r.title))
+		y += 8
+		for _, s := range servers {
+			v, have := res.median(fmt.Sprintf(r.bench, s.key), r.unit)
+			if s.key == "limit" && r.unit == "ns/op" {
+				v, have = limit, true
+			}
+			fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+barH-5, html.EscapeString(s.title))
+			if !have || !ok || v == 0 {
+				fmt.Fprintf(w, `<text x="%d" y="%d" fill="#666">not measured</text>`+"\n", left, y+barH-5)
+				y += barH + gap
+				continue
+			}
+			share := v / limit
+			if !r.higherIsBetter {
+				share = limit / v
+			}
+			length := max(1, int(float64(barW)*min(share, 1.1)))
+			fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, length, barH, colors[s.key])
+			fmt.Fprintf(w, `<text x="%d" y="%d">%s (%.0f %%)</text>`+"\n", left+length+6, y+barH-5, html.EscapeString(r.format(v)), 100*share)
+			y += barH + gap
+		}
+		y += panelGap - 8
+	}
+	fmt.Fprintln(w, "</svg>")
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseLine(t *testing.T) {
+	name, m, ok := parseLine("BenchmarkEcho/server=relay/size=64B/inflight=256-2   \t  294678\t      9282 ns/op\t      2036 p50-µs\t    109018 req/s")
+	if !ok || name != "BenchmarkEcho/server=relay/size=64B/inflight=256" || m["req/s"] != 109018 || m["p50-µs"] != 2036 || m["ns/op"] != 9282 {
+		t.Fatalf("got %q %v %v", name, m, ok)
+	}
+	for _, line := range []string{"PASS", "ok  \tgithub.com/relayrt/relay/bench\t31.2s", "BenchmarkEcho/x-2 \t 1\t abc ns/op", "goos: linux"} {
+		if _, _, ok := parseLine(line); ok {
+			t.Errorf("parseLine(%q) took it for a result", line)
+		}
+	}
+}
+
+// The table shows medians, Relay in bold, and Relay against the best peer in the right
+// direction: throughput divided by the highest peer's, latency by the lowest peer's.
+func TestWriteTables(t *testing.T) {
+	res := results{}
+	echo := "BenchmarkEcho/server=%s/size=64B/inflight=256"
+	for _, round := range []map[string]float64{{"relay": 100_000, "ts": 20_000, "gosdk": 5_000}, {"relay": 120_000, "ts": 30_000, "gosdk": 4_000}, {"relay": 110_000, "ts": 25_000, "gosdk": 6_000}} {
+		for server, v := range round {
+			res.add(strings.Replace(echo, "%s", server, 1), map[string]float64{"req/s": v})
+		}
+	}
+	lat := "BenchmarkEcho/server=%s/size=64B/inflight=1"
+	res.add(strings.Replace(lat, "%s", "relay", 1), map[string]float64{"p50-µs": 20})
+	res.add(strings.Replace(lat, "%s", "ts", 1), map[string]float64{"p50-µs": 50})
+	res.add(strings.Replace(lat, "%s", "gosdk", 1), map[string]float64{"p50-µs": 80})
+	var out bytes.Buffer
+	writeTables(&out, res, 3, "1s")
+	text := out.String()
+	for _, want := range []string{
+		"| 64 B echo, 256 in flight (req/s) | **110,000** | 5,000 | – | 25,000 | – | 4.40× (aim ≥ 5×) |",
+		"| 64 B echo, 1 in flight: p50 latency | **20.0 µs** | 80.0 µs | – | 50.0 µs | – | 0.40× (aim ≤ 0.5×) |",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table lacks\n%s\ngot:\n%s", want, text)
+		}
+	}
+	res.add(strings.Replace(echo, "%s", "limit", 1), map[string]float64{"req/s": 500_000})
+	var chart bytes.Buffer
+	writeChart(&chart, res)
+	if !strings.HasPrefix(chart.String(), "<svg") || !strings.Contains(chart.String(), "110,000 (22 %)") {
+		t.Errorf("chart: %.300s", chart.String())
+	}
+}
