@@ -133,30 +133,34 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}()
 	done := ctx.Done()
 	var grace <-chan time.Time
-	for {
+	for fast := 0; ; fast++ {
 		if d.draining && d.in == nil && len(d.table) == 0 && d.actors == 0 {
 			return nil
 		}
 		// Under load there is nearly always an event or a frame waiting: take it with a
 		// single-channel receive, cheaper than the select below, which locks every channel it
 		// waits on. Completions come first, so that requests leave before new ones come in.
-		select {
-		case ev := <-d.events:
-			d.event(ev)
-			continue
-		default:
-		}
-		if d.in != nil {
+		// Every so often the full select runs anyway, so that a stream of work never delays a
+		// shutdown or a deadline.
+		if fast%64 != 63 {
 			select {
-			case in, ok := <-d.in:
-				if ok {
-					d.inbound(in)
-					continue
-				}
-				d.in = nil
-				d.beginDrain()
+			case ev := <-d.events:
+				d.event(ev)
 				continue
 			default:
+			}
+			if d.in != nil {
+				select {
+				case in, ok := <-d.in:
+					if ok {
+						d.inbound(in)
+						continue
+					}
+					d.in = nil
+					d.beginDrain()
+					continue
+				default:
+				}
 			}
 		}
 		select {

@@ -540,3 +540,31 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Cancelling Serve's context while handlers flood the connection with notifications still
+// drains it: the drain deadline cancels the handlers and the connection stops.
+func TestDrain_DeadlineHoldsUnderAStreamOfNotifications(t *testing.T) {
+	chatty := func(ctx context.Context, r *runtime.Request) (any, error) {
+		for ctx.Err() == nil {
+			r.Notify("progress", map[string]int{"n": 1})
+		}
+		return nil, ctx.Err()
+	}
+	c := dial(t, profile(map[string]runtime.Handler{"chatty": chatty}, false), runtime.WithDrainTimeout(50*time.Millisecond))
+	for id := range 16 {
+		c.send(req(id, "chatty"))
+	}
+	go func() { // the transport: reads the output until it closes
+		for range c.out {
+		}
+	}()
+	time.Sleep(20 * time.Millisecond) // let the stream run; the outcome does not depend on it
+	c.stop()
+	c.closeInput()
+	select {
+	case err := <-c.done:
+		c.done <- err
+	case <-time.After(5 * time.Second):
+		t.Fatal("the drain deadline did not stop the connection while notifications kept coming")
+	}
+}
