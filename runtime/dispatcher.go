@@ -516,7 +516,7 @@ func (d *dispatcher) encodeResult(id jsonrpc.ID, result any) []byte {
 	case nil:
 		return jsonrpc.AppendResult(nil, id, []byte("null"))
 	case Appender:
-		out := jsonrpc.AppendResultPrefix(make([]byte, 0, 40+len(id)+r.SizeHint()), id)
+		out := jsonrpc.AppendResultPrefix(newFrame(40+len(id)+r.SizeHint()), id)
 		return append(r.AppendJSON(out), '}')
 	}
 	raw, err := json.Marshal(result)

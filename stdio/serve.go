@@ -62,7 +62,7 @@ func Serve(ctx context.Context, srv *runtime.Server, r io.Reader, w io.Writer, o
 	g.Add(func(ctx context.Context) error { return readLoop(ctx, NewReader(r, o.maxFrame), r, in, o.logger) })
 	g.Add(func(ctx context.Context) error { return srv.Serve(ctx, in, out) })
 	g.Add(func(context.Context) error {
-		return writeLoop(w, out, o.logger, func(error) { cancel() })
+		return writeLoop(w, out, o.logger, func(error) { cancel() }, runtime.ReleaseFrame)
 	})
 	err := g.Run(ctx)
 	if errors.Is(err, context.Canceled) {

@@ -16,12 +16,16 @@ const maxCoalesce = 1 << 20
 // joins whatever is queued into one write (so a busy server makes one syscall for many
 // frames, and an idle one flushes each frame at once), and ends every frame with "\n". After
 // a write fails it reports the error through failed, keeps taking frames (so that no sender
-// ever blocks on a dead output) and discards them.
-func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(error)) error {
+// ever blocks on a dead output) and discards them. When release is not nil, every frame is
+// given to it once copied out, for frames whose memory the sender may reuse.
+func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(error), release func([]byte)) error {
 	var werr error
 	buf := make([]byte, 0, 64<<10)
 	for f := range frames {
 		buf = appendFrame(buf[:0], f, log)
+		if release != nil {
+			release(f)
+		}
 	more:
 		for len(buf) < maxCoalesce {
 			select {
@@ -30,6 +34,9 @@ func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(e
 					break more
 				}
 				buf = appendFrame(buf, f, log)
+				if release != nil {
+					release(f)
+				}
 			default:
 				break more
 			}
@@ -59,7 +66,7 @@ func WriteFrames(w io.Writer, frames <-chan []byte, log *zap.Logger) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return writeLoop(w, frames, log, func(error) {})
+	return writeLoop(w, frames, log, func(error) {}, nil)
 }
 
 // appendFrame appends f and a newline, compacting f first if it spans lines.

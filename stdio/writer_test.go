@@ -109,7 +109,7 @@ func TestWriteLoopFraming(t *testing.T) {
 			}
 			w := &recordingWriter{}
 			log, logs := observed()
-			if err := writeLoop(w, queued(frames...), log, func(error) { t.Error("failed called") }); err != nil {
+			if err := writeLoop(w, queued(frames...), log, func(error) { t.Error("failed called") }, nil); err != nil {
 				t.Fatalf("writeLoop: %v", err)
 			}
 			out := w.output()
@@ -161,7 +161,7 @@ func TestWriteLoopCoalesces(t *testing.T) {
 		want.WriteByte('\n')
 	}
 	w := &recordingWriter{}
-	if err := writeLoop(w, queued(frames...), zap.NewNop(), func(error) { t.Error("failed called") }); err != nil {
+	if err := writeLoop(w, queued(frames...), zap.NewNop(), func(error) { t.Error("failed called") }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w.calls() >= len(frames) {
@@ -187,7 +187,7 @@ func TestWriteLoopCoalesceLimit(t *testing.T) {
 		want.WriteByte('\n')
 	}
 	w := &recordingWriter{}
-	if err := writeLoop(w, queued(frames...), zap.NewNop(), func(error) { t.Error("failed called") }); err != nil {
+	if err := writeLoop(w, queued(frames...), zap.NewNop(), func(error) { t.Error("failed called") }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w.calls() != 4 { // two 600 KiB frames cross 1 MiB: 2+2+2+1
@@ -223,7 +223,7 @@ func TestWriteLoopIdleFlushesEachFrame(t *testing.T) {
 	w := &recordingWriter{wrote: make(chan struct{})}
 	frames := make(chan []byte)
 	done := make(chan error, 1)
-	go func() { done <- writeLoop(w, frames, zap.NewNop(), func(error) {}) }()
+	go func() { done <- writeLoop(w, frames, zap.NewNop(), func(error) {}, nil) }()
 	for i := range 3 {
 		frames <- jsonrpcResult(i, "x")
 		select {
@@ -257,7 +257,7 @@ func TestWriteLoopKeepsDrainingAfterAWriteError(t *testing.T) {
 			mu.Lock()
 			failedCalls = append(failedCalls, err)
 			mu.Unlock()
-		})
+		}, nil)
 	}()
 	deadline := time.After(20 * time.Second)
 	for i := range 2000 {
@@ -287,7 +287,7 @@ func TestWriteLoopKeepsDrainingAfterAWriteError(t *testing.T) {
 // TestWriteLoopNothingToWrite checks that a closed empty channel ends the loop without a write.
 func TestWriteLoopNothingToWrite(t *testing.T) {
 	w := &recordingWriter{}
-	if err := writeLoop(w, queued(), zap.NewNop(), func(error) { t.Error("failed called") }); err != nil {
+	if err := writeLoop(w, queued(), zap.NewNop(), func(error) { t.Error("failed called") }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w.calls() != 0 {
@@ -299,7 +299,7 @@ func TestWriteLoopNothingToWrite(t *testing.T) {
 // makes no (empty) write.
 func TestWriteLoopOnlyDroppedFramesWriteNothing(t *testing.T) {
 	w := &recordingWriter{}
-	if err := writeLoop(w, queued([]byte("{\n"), []byte("[\n")), zap.NewNop(), func(error) {}); err != nil {
+	if err := writeLoop(w, queued([]byte("{\n"), []byte("[\n")), zap.NewNop(), func(error) {}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if w.calls() != 0 {
