@@ -43,7 +43,11 @@ func writeChart(w io.Writer, res results) {
 			}
 			length := max(1, int(float64(barW)*min(share, 1.1)))
 			fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, length, barH, colors[s.key])
-			fmt.Fprintf(w, `<text x="%d" y="%d">%s (%.0f %%)</text>`+"\n", left+length+6, y+barH-5, html.EscapeString(r.format(v)), 100*share)
+			label := fmt.Sprintf("%s (%.0f %%)", r.format(v), 100*share)
+			if s.key == "limit" && r.unit == "ns/op" {
+				label = r.format(v) + " (the ideal)"
+			}
+			fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", left+length+6, y+barH-5, html.EscapeString(label))
 			y += barH + gap
 		}
 		y += panelGap - 8
