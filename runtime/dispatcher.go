@@ -44,7 +44,7 @@ const (
 
 // entry is the dispatcher's record of one request in flight.
 type entry struct {
-	req       *Request
+	req       Request // one allocation for both
 	key       string
 	handler   Handler
 	cancel    context.CancelCauseFunc
@@ -388,14 +388,13 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, e))
 		return
 	}
-	key := string(m.ID)
-	if _, dup := d.table[key]; dup {
+	if _, dup := d.table[string(m.ID)]; dup {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: this id is already in flight; use a new id for each request")))
 		return
 	}
-	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}
-	r := d.session.Route(req)
+	e := &entry{req: Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}, batch: b}
+	r := d.session.Route(&e.req)
 	if r.Handler == nil {
 		var frame []byte
 		if r.Err != nil {
@@ -409,8 +408,8 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		}
 		return
 	}
-	e := &entry{req: req, key: key, handler: r.Handler, long: r.LongLived, batch: b}
-	req.e = e
+	key := string(m.ID)
+	e.key, e.handler, e.long, e.req.e = key, r.Handler, r.LongLived, e
 	d.table[key] = e
 	if b != nil {
 		b.pending++
@@ -460,7 +459,7 @@ func (d *dispatcher) runActor(ctx context.Context, e *entry) {
 	var result any
 	err := actors.Recover(func() error {
 		var herr error
-		result, herr = e.handler(ctx, e.req)
+		result, herr = e.handler(ctx, &e.req)
 		return herr
 	})
 	d.done(ctx, e, result, err)
