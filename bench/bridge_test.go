@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/relayrt/relay/bench/httpload"
+	"github.com/relayrt/relay/internal/proc"
 )
 
 // BenchmarkBridge serves the same stdio server, Relay's examples/echo, over Streamable HTTP
@@ -278,12 +279,12 @@ func (w *childWatch) scan() {
 			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
 			for _, f := range strings.Fields(string(kids)) {
 				kid, _ := strconv.Atoi(f)
-				comm, start, ok := procStat(kid)
+				st, ok := proc.Read(kid)
 				if !ok {
 					continue
 				}
-				if comm == w.comm {
-					w.seen[[2]uint64{uint64(kid), start}] = true
+				if st.Comm == w.comm {
+					w.seen[[2]uint64{uint64(kid), st.Start}] = true
 				} else if depth < 3 { // a shell between the server and the child
 					walk(kid, depth+1)
 				}
@@ -291,24 +292,6 @@ func (w *childWatch) scan() {
 		}
 	}
 	walk(w.root, 0)
-}
-
-// procStat returns a process's command name and start time (clock ticks since boot).
-func procStat(pid int) (comm string, start uint64, ok bool) {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	open, closing := bytes.IndexByte(s, '('), bytes.LastIndexByte(s, ')')
-	if open < 0 || closing < open {
-		return "", 0, false
-	}
-	f := strings.Fields(string(s[closing+1:]))
-	if len(f) < 20 {
-		return "", 0, false
-	}
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return string(s[open+1 : closing]), start, true
 }
 
 // ---- an initialize-generation driver ----

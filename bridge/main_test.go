@@ -26,6 +26,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/relayrt/relay/internal/proc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/stdio"
 )
@@ -303,55 +304,12 @@ func (r *relayProc) call(ctx context.Context, id int, method string, params map[
 
 // ---- the bridge's children, seen through /proc ----
 
-type procInfo struct {
-	pid, ppid int
-	comm      string
-	state     string
-	start     uint64 // start time in clock ticks since boot: a pid with another start is another process
-}
-
-func readProc(pid int) (procInfo, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procInfo{}, false
-	}
-	s := string(b)
-	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || closing < open {
-		return procInfo{}, false
-	}
-	f := strings.Fields(s[closing+1:]) // state ppid pgrp ... ; starttime is field 22 of the whole line
-	if len(f) < 20 {
-		return procInfo{}, false
-	}
-	p := procInfo{pid: pid, comm: s[open+1 : closing], state: f[0]}
-	p.ppid, _ = strconv.Atoi(f[1])
-	p.start, _ = strconv.ParseUint(f[19], 10, 64)
-	return p, true
-}
-
-// childrenOf returns the live (not zombie) children of pid.
-func childrenOf(pid int) []procInfo {
-	entries, _ := os.ReadDir("/proc")
-	var out []procInfo
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(n); ok && p.ppid == pid && p.state != "Z" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // waitChildren waits until pid has exactly n live children and returns them.
-func waitChildren(t *testing.T, pid, n int, within time.Duration) []procInfo {
+func waitChildren(t *testing.T, pid, n int, within time.Duration) []proc.Stat {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		kids := childrenOf(pid)
+		kids := proc.Children(pid)
 		if len(kids) == n {
 			return kids
 		}
@@ -364,9 +322,9 @@ func waitChildren(t *testing.T, pid, n int, within time.Duration) []procInfo {
 
 // alive reports whether the process p still runs (a zombie or another process on a reused
 // pid does not count).
-func alive(p procInfo) bool {
-	now, ok := readProc(p.pid)
-	return ok && now.start == p.start && now.state != "Z"
+func alive(p proc.Stat) bool {
+	now, ok := proc.Read(p.PID)
+	return ok && now.Start == p.Start && now.Alive()
 }
 
 // ioCounters are a process's /proc/<pid>/io read and write counts: a child's reads are the

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayrt/relay/internal/proc"
 )
 
 // TestA3_PoolSpreadsConcurrentCallsOverEveryChild: many concurrent 2026-07-28 tools/call
@@ -26,10 +28,10 @@ func TestA3_PoolSpreadsConcurrentCallsOverEveryChild(t *testing.T) {
 	kids := waitChildren(t, relay.pid(), 3, 30*time.Second)
 	before := map[int]ioCounters{}
 	for _, k := range kids {
-		if k.comm != "echo" {
-			t.Fatalf("child %d is %q, want echo", k.pid, k.comm)
+		if k.Comm != "echo" {
+			t.Fatalf("child %d is %q, want echo", k.PID, k.Comm)
 		}
-		before[k.pid] = readIO(t, k.pid)
+		before[k.PID] = readIO(t, k.PID)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -65,16 +67,16 @@ func TestA3_PoolSpreadsConcurrentCallsOverEveryChild(t *testing.T) {
 
 	after := waitChildren(t, relay.pid(), 3, time.Second)
 	for _, k := range after {
-		b, ok := before[k.pid]
+		b, ok := before[k.PID]
 		if !ok {
-			t.Errorf("child %d is new: a child was restarted during the run; children before %+v", k.pid, kids)
+			t.Errorf("child %d is new: a child was restarted during the run; children before %+v", k.PID, kids)
 			continue
 		}
-		c := readIO(t, k.pid)
+		c := readIO(t, k.PID)
 		t.Logf("child %d: read %d bytes in %d reads, wrote %d bytes in %d writes",
-			k.pid, c.rchar-b.rchar, c.syscr-b.syscr, c.wchar-b.wchar, c.syscw-b.syscw)
+			k.PID, c.rchar-b.rchar, c.syscr-b.syscr, c.wchar-b.wchar, c.syscw-b.syscw)
 		if c.wchar == b.wchar {
-			t.Errorf("child %d answered nothing: the pool did not spread %d concurrent calls over its 3 children", k.pid, n)
+			t.Errorf("child %d answered nothing: the pool did not spread %d concurrent calls over its 3 children", k.PID, n)
 		}
 	}
 }
@@ -96,7 +98,7 @@ func TestD_ChildKilledUnderLoadReplaysAnnotatedCalls(t *testing.T) {
 	snapshot := func() map[int]ioCounters {
 		m := map[int]ioCounters{}
 		for _, k := range kids {
-			m[k.pid] = readIO(t, k.pid)
+			m[k.PID] = readIO(t, k.PID)
 		}
 		return m
 	}
@@ -152,18 +154,18 @@ func TestD_ChildKilledUnderLoadReplaysAnnotatedCalls(t *testing.T) {
 	if answered.Load() != 0 {
 		t.Fatalf("%d calls were answered before the kill; the sleeps are too short for this machine", answered.Load())
 	}
-	var victim procInfo
+	var victim proc.Stat
 	for _, k := range kids {
-		if k.pid != lister {
+		if k.PID != lister {
 			victim = k
 			break
 		}
 	}
-	t.Logf("children %v; tools/list answered by %d; killing %d", pids(kids), lister, victim.pid)
-	if victim.pid <= 1 {
+	t.Logf("children %v; tools/list answered by %d; killing %d", pids(kids), lister, victim.PID)
+	if victim.PID <= 1 {
 		t.Fatalf("no child to kill among %v", pids(kids)) // kill(0) would hit the test's own group
 	}
-	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -187,18 +189,18 @@ func TestD_ChildKilledUnderLoadReplaysAnnotatedCalls(t *testing.T) {
 	// The killed child was replaced: three children again, one of them new.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		now := childrenOf(relay.pid())
-		if len(now) == 3 && !slices.Contains(pids(now), victim.pid) {
+		now := proc.Children(relay.pid())
+		if len(now) == 3 && !slices.Contains(pids(now), victim.PID) {
 			t.Logf("children after the restart: %v", pids(now))
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed child %d was not replaced within 10 s: children %+v", victim.pid, now)
+			t.Fatalf("the killed child %d was not replaced within 10 s: children %+v", victim.PID, now)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if alive(victim) {
-		t.Errorf("the killed child %d still runs", victim.pid)
+		t.Errorf("the killed child %d still runs", victim.PID)
 	}
 	rep, err := relay.call(ctx, 300, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "after"}})
 	if err != nil || rep.Error != nil || rep.text() != "after" {
@@ -221,7 +223,7 @@ func TestD_SIGTERMDrainsThenStopsEveryChild(t *testing.T) {
 	errs := make(chan error, n)
 	before := map[int]ioCounters{}
 	for _, k := range kids {
-		before[k.pid] = readIO(t, k.pid)
+		before[k.PID] = readIO(t, k.PID)
 	}
 	started.Add(n)
 	for i := range n {
@@ -239,7 +241,7 @@ func TestD_SIGTERMDrainsThenStopsEveryChild(t *testing.T) {
 	for {
 		var read int64
 		for _, k := range kids {
-			read += readIO(t, k.pid).rchar - before[k.pid].rchar
+			read += readIO(t, k.PID).rchar - before[k.PID].rchar
 		}
 		if read > 0 {
 			time.Sleep(100 * time.Millisecond) // let the rest arrive
@@ -263,7 +265,7 @@ func TestD_SIGTERMDrainsThenStopsEveryChild(t *testing.T) {
 	}
 	for _, k := range kids {
 		if alive(k) {
-			t.Errorf("child %d (%s) still runs after relay bridge exited", k.pid, k.comm)
+			t.Errorf("child %d (%s) still runs after relay bridge exited", k.PID, k.Comm)
 		}
 	}
 	if left := processesOf(echo); len(left) > 0 {
@@ -271,10 +273,10 @@ func TestD_SIGTERMDrainsThenStopsEveryChild(t *testing.T) {
 	}
 }
 
-func pids(ps []procInfo) []int {
+func pids(ps []proc.Stat) []int {
 	var out []int
 	for _, p := range ps {
-		out = append(out, p.pid)
+		out = append(out, p.PID)
 	}
 	slices.Sort(out)
 	return out

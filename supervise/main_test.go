@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/relayrt/relay/internal/proc"
 )
 
 // The tests run real processes: the test binary re-executes itself as the child, its
@@ -380,17 +382,8 @@ func (s *tcServer) call(id json.RawMessage, params json.RawMessage) {
 
 // tcStat returns the state and parent of pid; ok is false when it does not exist.
 func tcStat(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, true
+	st, ok := proc.Read(pid)
+	return st.State, st.PPID, ok
 }
 
 // tcState returns the state letter of pid, or 0 when it does not exist.
@@ -403,14 +396,9 @@ func tcState(pid int) byte {
 func tcChildren() map[int]byte {
 	me := os.Getpid()
 	out := map[int]byte{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ppid, ok := tcStat(pid); ok && ppid == me {
-			out[pid] = st
+	for _, st := range proc.All() {
+		if st.PPID == me {
+			out[st.PID] = st.State
 		}
 	}
 	return out

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/relayrt/relay/internal/proc"
 )
 
 const prSetChildSubreaper = 36
@@ -27,28 +29,8 @@ func processAttrs() *syscall.SysProcAttr {
 // procs returns the pid → parent pid of every process.
 func procs() map[int]int {
 	out := map[int]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses
-		s := string(b)
-		rest := s[strings.LastIndexByte(s, ')')+1:]
-		f := strings.Fields(rest)
-		if len(f) >= 2 {
-			if ppid, err := strconv.Atoi(f[1]); err == nil {
-				out[pid] = ppid
-			}
-		}
+	for _, st := range proc.All() {
+		out[st.PID] = st.PPID
 	}
 	return out
 }
@@ -93,17 +75,8 @@ func reapOrphans(group int) {
 }
 
 func pgrpOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 3 {
-		return 0
-	}
-	g, _ := strconv.Atoi(f[2])
-	return g
+	st, _ := proc.Read(pid)
+	return st.PGRP
 }
 
 var killed = &pidSet{m: map[int]bool{}}

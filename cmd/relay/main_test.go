@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/relayrt/relay/internal/proc"
 )
 
 // The tests run the built relay binary. Its child is either the built examples/echo or this
@@ -331,44 +333,14 @@ func (r *rtRun) exit(closeIn bool, within time.Duration) int {
 
 // ---- /proc ----
 
-func rtStat(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, true
-}
-
-// rtChildrenOf returns the live (not zombie) children of pid.
-func rtChildrenOf(pid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, pp, ok := rtStat(p); ok && pp == pid && st != 'Z' {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // rtChildOf waits for a live child of relay other than not.
 func rtChildOf(t *testing.T, relay, not int) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, p := range rtChildrenOf(relay) {
-			if p != not {
-				return p
+		for _, c := range proc.Children(relay) {
+			if c.PID != not {
+				return c.PID
 			}
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -392,7 +364,7 @@ func rtNothingLeft(t *testing.T, relay int) {
 			t.Errorf("process %d started by relay %d is still running", p, relay)
 			killPid(p)
 		}
-		if st, pp, ok := rtStat(p); ok && pp == os.Getpid() && st == 'Z' {
+		if st, ok := proc.Read(p); ok && st.PPID == os.Getpid() && !st.Alive() {
 			t.Errorf("zombie %d left", p)
 		}
 	}
@@ -622,7 +594,7 @@ func TestSuperviseSIGTERM(t *testing.T) {
 	if code := r.exit(false, 10*time.Second); code != 0 {
 		t.Errorf("relay exited %d after SIGTERM, want 0", code)
 	}
-	if _, _, ok := rtStat(child); ok {
+	if _, ok := proc.Read(child); ok {
 		t.Errorf("child %d still exists", child)
 	}
 	rtNothingLeft(t, relay)
