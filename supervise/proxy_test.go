@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,55 +15,20 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // tpHost is a host driving Proxy over io.Pipe, with real children behind it. It counts
-// every answer per id, so a lost or a doubled answer is seen.
+// every answer per id (hosttest.Host), so a lost or a doubled answer is seen.
 type tpHost struct {
-	t        *testing.T
-	in       *io.PipeWriter // the host's frames to the proxy
-	wmu      sync.Mutex
-	next     atomic.Int64
-	mu       sync.Mutex
-	waits    map[string]chan tpReply
-	answers  map[string]int
-	notes    map[string]int // notifications by method
-	stray    []string       // answers to ids never asked
-	readDone chan struct{}
-	proxied  chan error
-	cancel   context.CancelFunc
-	closed   bool
-	err      error
-	gate     sync.Mutex // held to stop reading the proxy's output (a slow host)
-}
-
-type tpReply struct {
-	Result json.RawMessage
-	Error  *struct {
-		Code    int64
-		Message string
-		Data    map[string]any
-	}
-}
-
-func (r tpReply) text() string {
-	var res struct{ Content []struct{ Text string } }
-	json.Unmarshal(r.Result, &res)
-	if len(res.Content) == 0 {
-		return ""
-	}
-	return res.Content[0].Text
-}
-
-func (r tpReply) isRestartError() bool {
-	return r.Error != nil && r.Error.Code == -32603 && r.Error.Data["reason"] == "server restarted"
-}
-
-func (r tpReply) String() string {
-	if r.Error != nil {
-		return fmt.Sprintf("error %d %q %v", r.Error.Code, r.Error.Message, r.Error.Data)
-	}
-	return string(r.Result)
+	*hosttest.Host
+	t       *testing.T
+	in      *io.PipeWriter // the host's frames to the proxy
+	proxied chan error
+	cancel  context.CancelFunc
+	closed  bool
+	err     error
 }
 
 func tpStart(t *testing.T, spec Spec, opts *ProxyOptions) *tpHost {
@@ -72,117 +36,23 @@ func tpStart(t *testing.T, spec Spec, opts *ProxyOptions) *tpHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &tpHost{t: t, in: inW, waits: map[string]chan tpReply{}, answers: map[string]int{},
-		notes: map[string]int{}, readDone: make(chan struct{}), proxied: make(chan error, 1), cancel: cancel}
+	h := &tpHost{Host: hosttest.New(t, "the proxy", inW, outR), t: t, in: inW, proxied: make(chan error, 1), cancel: cancel}
 	go func() {
 		err := Proxy(ctx, New(spec), inR, outW, opts)
 		outW.Close()
 		inR.Close() // Proxy does not own its input: unblock its reader if the host is still open
 		h.proxied <- err
 	}()
-	go h.read(outR)
 	t.Cleanup(func() {
 		if !h.closed {
 			cancel()
 			inW.Close()
 			<-h.proxied
-			<-h.readDone
+			<-h.Done()
 		}
 		tcNoProcessesLeft(t)
 	})
 	return h
-}
-
-func (h *tpHost) read(r io.Reader) {
-	defer close(h.readDone)
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		h.gate.Lock()
-		h.gate.Unlock()
-		line, err := br.ReadBytes('\n')
-		if len(line) > 1 {
-			var m struct {
-				ID     json.RawMessage
-				Method string
-			}
-			if json.Unmarshal(line, &m) != nil {
-				h.t.Errorf("the proxy wrote a malformed frame: %q", line)
-			} else if m.Method != "" {
-				h.mu.Lock()
-				h.notes[m.Method]++
-				h.mu.Unlock()
-			} else {
-				var rep tpReply
-				json.Unmarshal(line, &rep)
-				id := string(m.ID)
-				h.mu.Lock()
-				h.answers[id]++
-				w, ok := h.waits[id]
-				if !ok {
-					h.stray = append(h.stray, string(line))
-				} else if h.answers[id] == 1 {
-					w <- rep
-				}
-				h.mu.Unlock()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (h *tpHost) write(frame []byte) {
-	h.wmu.Lock()
-	defer h.wmu.Unlock()
-	h.in.Write(append(frame, '\n'))
-}
-
-// send sends a request and returns the channel its answer arrives on.
-func (h *tpHost) send(method string, params any) (string, <-chan tpReply) {
-	id := strconv.FormatInt(h.next.Add(1), 10)
-	ch := make(chan tpReply, 1)
-	h.mu.Lock()
-	h.waits[id] = ch
-	h.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
-	h.write(b)
-	return id, ch
-}
-
-func (h *tpHost) notify(method string, params any) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-	h.write(b)
-}
-
-func (h *tpHost) wait(ch <-chan tpReply, within time.Duration) (tpReply, bool) {
-	select {
-	case r := <-ch:
-		return r, true
-	case <-time.After(within):
-		return tpReply{}, false
-	}
-}
-
-func (h *tpHost) call(method string, params any) tpReply {
-	h.t.Helper()
-	_, ch := h.send(method, params)
-	r, ok := h.wait(ch, 15*time.Second)
-	if !ok {
-		h.t.Fatalf("%s: no answer within 15 s", method)
-	}
-	return r
-}
-
-func (h *tpHost) tool(name string, args map[string]any) tpReply {
-	h.t.Helper()
-	return h.call("tools/call", map[string]any{"name": name, "arguments": args})
-}
-
-func (h *tpHost) note(method string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.notes[method]
 }
 
 // close ends the host's input (EOF) and returns Proxy's error. It then checks that every
@@ -196,8 +66,8 @@ func (h *tpHost) close(within time.Duration) error {
 		h.t.Fatalf("Proxy did not return within %s of EOF", within)
 	}
 	h.closed = true
-	<-h.readDone
-	h.checkAnswers()
+	<-h.Done()
+	h.CheckAnswers()
 	return h.err
 }
 
@@ -212,22 +82,8 @@ func (h *tpHost) stop(within time.Duration) error {
 	}
 	h.closed = true
 	h.in.Close()
-	<-h.readDone
+	<-h.Done()
 	return h.err
-}
-
-func (h *tpHost) checkAnswers() {
-	h.t.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for id := range h.waits {
-		if n := h.answers[id]; n != 1 {
-			h.t.Errorf("request %s got %d answers, want exactly 1", id, n)
-		}
-	}
-	for _, s := range h.stray {
-		h.t.Errorf("an answer to no request: %s", s)
-	}
 }
 
 func tpSpec(t *testing.T, mode, logPath string) Spec {
@@ -239,7 +95,7 @@ func tpSpec(t *testing.T, mode, logPath string) Spec {
 // tpLearn lists the tools, checks the annotations and returns the answer.
 func tpLearn(t *testing.T, h *tpHost) {
 	t.Helper()
-	r := h.call("tools/list", map[string]any{})
+	r := h.Call("tools/list", map[string]any{})
 	var list struct {
 		Tools []struct {
 			Name        string
@@ -288,7 +144,7 @@ func TestProxyChaos(t *testing.T) {
 
 	type outcome struct {
 		kind, text string
-		rep        tpReply
+		rep        hosttest.Reply
 	}
 	var (
 		issued    atomic.Int64
@@ -317,8 +173,8 @@ func TestProxyChaos(t *testing.T) {
 				case "danger":
 					params = map[string]any{"text": text, "ms": int(i % 7)}
 				}
-				_, ch := h.send("tools/call", map[string]any{"name": kind, "arguments": params})
-				rep, ok := h.wait(ch, 20*time.Second)
+				_, ch := h.Send("tools/call", map[string]any{"name": kind, "arguments": params})
+				rep, ok := h.Wait(ch, 20*time.Second)
 				if !ok {
 					t.Errorf("%s %s: no answer within 20 s (lost)", kind, text)
 					return
@@ -348,7 +204,7 @@ func TestProxyChaos(t *testing.T) {
 	wg.Wait()
 
 	// Still serving after the storm.
-	if r := h.tool("echo", map[string]any{"text": "after"}); r.text() != "after" {
+	if r := h.Tool("echo", map[string]any{"text": "after"}); r.Text() != "after" {
 		t.Errorf("echo after the crashes = %v", r)
 	}
 	if err := h.close(20 * time.Second); err != nil {
@@ -361,12 +217,12 @@ func TestProxyChaos(t *testing.T) {
 		total++
 		switch o.kind {
 		case "echo":
-			if o.rep.Error != nil || o.rep.text() != o.text {
+			if o.rep.Error != nil || o.rep.Text() != o.text {
 				lost++
 				t.Errorf("echo %s: %v, want its text (annotated: must survive a crash)", o.text, o.rep)
 			}
 		case "sleep":
-			if o.rep.Error != nil || !strings.HasPrefix(o.rep.text(), "slept ") {
+			if o.rep.Error != nil || !strings.HasPrefix(o.rep.Text(), "slept ") {
 				lost++
 				t.Errorf("sleep %s: %v, want its result (annotated)", o.text, o.rep)
 			}
@@ -376,12 +232,12 @@ func TestProxyChaos(t *testing.T) {
 				t.Errorf("danger %s ran %d times: a request not safe to repeat was replayed", o.text, execs)
 			}
 			switch {
-			case o.rep.Error == nil && o.rep.text() == "danger:"+o.text:
+			case o.rep.Error == nil && o.rep.Text() == "danger:"+o.text:
 				dangerOK++
 				if execs != 1 {
 					t.Errorf("danger %s answered but ran %d times", o.text, execs)
 				}
-			case o.rep.isRestartError():
+			case o.rep.IsRestartError():
 				restartErrs++
 				if log["answered "+o.text] > 0 {
 					lost++
@@ -422,52 +278,42 @@ func TestProxyDeliversAnswersWrittenBeforeExit(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
-	h.gate.Lock() // the host stops reading
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
+	h.Pause() // the host stops reading
 	// Sent in one write so the host is not blocked by the proxy while it holds answers back.
 	var batch []byte
-	chans := make([]<-chan tpReply, n)
-	h.mu.Lock()
+	chans := make([]<-chan hosttest.Reply, n)
 	for i := 0; i < n; i++ {
-		id := strconv.FormatInt(h.next.Add(1), 10)
-		ch := make(chan tpReply, 1)
-		h.waits[id], chans[i] = ch, ch
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
-			"params": map[string]any{"name": "danger", "arguments": map[string]any{"text": fmt.Sprintf("held%d", i), "hold": true}}})
-		batch = append(append(batch, b...), '\n')
+		frame, ch := h.NewRequest("tools/call",
+			map[string]any{"name": "danger", "arguments": map[string]any{"text": fmt.Sprintf("held%d", i), "hold": true}})
+		chans[i] = ch
+		batch = append(append(batch, frame...), '\n')
 	}
-	h.mu.Unlock()
 	// The exit call makes the child write all held answers, then exit 0.
-	id := strconv.FormatInt(h.next.Add(1), 10)
-	exitCh := make(chan tpReply, 1)
-	h.mu.Lock()
-	h.waits[id] = exitCh
-	h.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
-		"params": map[string]any{"name": "exit", "arguments": map[string]any{"code": 0}}})
-	batch = append(batch, b...)
-	h.write(batch)
+	frame, exitCh := h.NewRequest("tools/call", map[string]any{"name": "exit", "arguments": map[string]any{"code": 0}})
+	batch = append(batch, frame...)
+	h.Write(batch)
 	if !tcGone(pid, 10*time.Second) {
 		t.Error("the child did not exit")
 	}
 	time.Sleep(100 * time.Millisecond) // the exit is reported while the answers wait in the proxy
-	h.gate.Unlock()
+	h.Resume()
 
 	var ok, restarted int
 	for i, ch := range chans {
-		r, got := h.wait(ch, 15*time.Second)
+		r, got := h.Wait(ch, 15*time.Second)
 		switch {
 		case !got:
 			t.Fatalf("held%d: no answer", i)
-		case r.Error == nil && r.text() == fmt.Sprintf("danger:held%d", i):
+		case r.Error == nil && r.Text() == fmt.Sprintf("danger:held%d", i):
 			ok++
-		case r.isRestartError():
+		case r.IsRestartError():
 			restarted++
 		default:
 			t.Errorf("held%d: %v", i, r)
 		}
 	}
-	if r, _ := h.wait(exitCh, 15*time.Second); !r.isRestartError() {
+	if r, _ := h.Wait(exitCh, 15*time.Second); !r.IsRestartError() {
 		t.Errorf("exit call: %v, want the restart error", r)
 	}
 	if restarted > 0 {
@@ -485,10 +331,10 @@ func TestProxyReplaysEachRequestOnce(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
-	var chans []<-chan tpReply
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
+	var chans []<-chan hosttest.Reply
 	for i := 0; i < n; i++ {
-		_, ch := h.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 400, "text": fmt.Sprintf("s%d", i)}})
+		_, ch := h.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 400, "text": fmt.Sprintf("s%d", i)}})
 		chans = append(chans, ch)
 	}
 	// All n are running in the child when it is killed.
@@ -497,7 +343,7 @@ func TestProxyReplaysEachRequestOnce(t *testing.T) {
 	}
 	killPid(pid)
 	for i, ch := range chans {
-		if r, ok := h.wait(ch, 15*time.Second); !ok || r.text() != "slept 400" {
+		if r, ok := h.Wait(ch, 15*time.Second); !ok || r.Text() != "slept 400" {
 			t.Errorf("sleep s%d: %v (answered %v), want it replayed", i, r, ok)
 		}
 	}
@@ -537,41 +383,41 @@ func TestProxyReplaysEachRequestOnce(t *testing.T) {
 func TestProxyReplaysLegacyInitialize(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	h := tpStart(t, tpSpec(t, "echo,strict", logPath), nil)
-	if r := h.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); r.Error == nil || r.Error.Code != -32002 {
+	if r := h.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); r.Error == nil || r.Error.Code != -32002 {
 		t.Fatalf("the strict child answered before initialize: %v", r)
 	}
-	init := h.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+	init := h.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "legacy-host", "version": "1"}})
 	if init.Error != nil {
 		t.Fatalf("initialize: %v", init)
 	}
-	h.notify("notifications/initialized", nil)
-	if r := h.call("logging/setLevel", map[string]any{"level": "debug"}); r.Error != nil {
+	h.Notify("notifications/initialized", nil)
+	if r := h.Call("logging/setLevel", map[string]any{"level": "debug"}); r.Error != nil {
 		t.Fatalf("setLevel: %v", r)
 	}
 	tpLearn(t, h)
-	if r := h.tool("level", nil); r.text() != "debug" {
+	if r := h.Tool("level", nil); r.Text() != "debug" {
 		t.Fatalf("level = %v", r)
 	}
 	for crash := 1; crash <= 3; crash++ {
 		pid := tcCurrentChild(t, 0, 5*time.Second)
-		changed := h.note("notifications/tools/list_changed")
+		changed := h.Notes("notifications/tools/list_changed")
 		killPid(pid)
 		// The proxy tells the host the lists may have changed once the new child is ready.
 		deadline := time.Now().Add(10 * time.Second)
-		for h.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline) {
+		for h.Notes("notifications/tools/list_changed") == changed && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if h.note("notifications/tools/list_changed") == changed {
+		if h.Notes("notifications/tools/list_changed") == changed {
 			t.Fatalf("crash %d: no notifications/tools/list_changed after the restart", crash)
 		}
-		if r := h.tool("echo", map[string]any{"text": "after"}); r.text() != "after" {
+		if r := h.Tool("echo", map[string]any{"text": "after"}); r.Text() != "after" {
 			t.Errorf("crash %d: echo = %v, want it to work without the host initializing again", crash, r)
 		}
-		if r := h.tool("level", nil); r.text() != "debug" {
+		if r := h.Tool("level", nil); r.Text() != "debug" {
 			t.Errorf("crash %d: level = %v, want the replayed setLevel (debug)", crash, r)
 		}
-		if r := h.tool("inits", nil); r.text() != "1" {
+		if r := h.Tool("inits", nil); r.Text() != "1" {
 			t.Errorf("crash %d: the new child saw %v initialize requests, want 1", crash, r)
 		}
 	}
@@ -589,14 +435,14 @@ func TestProxyProbeRestartsHungChild(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	h := tpStart(t, tpSpec(t, "echo", logPath), &ProxyOptions{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
 	start := time.Now()
-	_, hang := h.send("tools/call", map[string]any{"name": "hang"})
-	_, echo := h.send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "survivor"}})
-	if r, ok := h.wait(echo, 15*time.Second); !ok || r.text() != "survivor" {
+	_, hang := h.Send("tools/call", map[string]any{"name": "hang"})
+	_, echo := h.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "survivor"}})
+	if r, ok := h.Wait(echo, 15*time.Second); !ok || r.Text() != "survivor" {
 		t.Errorf("echo sent to the hung child: %v (answered: %v), want it replayed on the new one", r, ok)
 	}
-	if r, ok := h.wait(hang, 15*time.Second); !ok || !r.isRestartError() {
+	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
 		t.Errorf("hang: %v (answered: %v), want the restart error", r, ok)
 	}
 	took := time.Since(start)
@@ -613,9 +459,9 @@ func TestProxyProbeRestartsHungChild(t *testing.T) {
 
 // tpSendEchoes sends n echo calls with texts of about size bytes from a goroutine. It
 // returns their texts and channels, and a channel closed once all are written.
-func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan tpReply, <-chan struct{}) {
+func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan hosttest.Reply, <-chan struct{}) {
 	texts := make([]string, n)
-	chans := make([]<-chan tpReply, n)
+	chans := make([]<-chan hosttest.Reply, n)
 	pad := strings.Repeat("p", size)
 	for i := range texts {
 		texts[i] = fmt.Sprintf("%d%s", i, pad)
@@ -624,7 +470,7 @@ func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan tpReply, <-chan st
 	go func() {
 		defer close(sent)
 		for i := range chans {
-			_, chans[i] = h.send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": texts[i]}})
+			_, chans[i] = h.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": texts[i]}})
 		}
 	}()
 	return texts, chans, sent
@@ -635,15 +481,7 @@ func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan tpReply, <-chan st
 // that a deadlocked test can still end and clean up.
 func tpWatchdog(t *testing.T, h *tpHost, period time.Duration, what string) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
-	count := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		n := 0
-		for _, c := range h.answers {
-			n += c
-		}
-		return n
-	}
+	count := h.Answers
 	go func() {
 		defer close(done)
 		last, reported := count(), false
@@ -676,27 +514,27 @@ func TestProxyProbeRestartsHungChildUnderLoad(t *testing.T) {
 	const n, size = 400, 4096 // 1.6 MB for a child that reads nothing: more than its pipe and buffers hold
 	h := tpStart(t, tpSpec(t, "echo", ""), &ProxyOptions{Replay: ReplayNone, ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
-	_, hang := h.send("tools/call", map[string]any{"name": "hang"})
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
+	_, hang := h.Send("tools/call", map[string]any{"name": "hang"})
 	stop := tpWatchdog(t, h, 4*time.Second, "the proxy is blocked writing to the hung child, which reads nothing, so its probe never fires")
 	defer stop()
 	texts, chans, sent := tpSendEchoes(h, n, size)
 	<-sent
 	answered, restarted := 0, 0
 	for i, ch := range chans {
-		r, ok := h.wait(ch, 30*time.Second)
+		r, ok := h.Wait(ch, 30*time.Second)
 		switch {
 		case !ok:
 			t.Fatalf("echo %d: no answer", i)
-		case r.text() == texts[i]:
+		case r.Text() == texts[i]:
 			answered++
-		case r.isRestartError(): // sent to the hung child (Replay none)
+		case r.IsRestartError(): // sent to the hung child (Replay none)
 			restarted++
 		default:
 			t.Errorf("echo %d: %.100s", i, r)
 		}
 	}
-	if r, ok := h.wait(hang, 15*time.Second); !ok || !r.isRestartError() {
+	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
 		t.Errorf("hang: %.100v", r)
 	}
 	if !tcGone(pid, 5*time.Second) {
@@ -719,7 +557,7 @@ func TestProxyQueuedBurstDoesNotDeadlock(t *testing.T) {
 	spec.MinBackoff, spec.MaxBackoff = 500*time.Millisecond, 500*time.Millisecond
 	h := tpStart(t, spec, &ProxyOptions{Replay: ReplayNone})
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
 	killPid(pid)
 	if !tcGone(pid, 5*time.Second) {
 		t.Fatal("the child did not die")
@@ -731,13 +569,13 @@ func TestProxyQueuedBurstDoesNotDeadlock(t *testing.T) {
 	<-sent
 	answered, restarted := 0, 0
 	for i, ch := range chans {
-		r, ok := h.wait(ch, 30*time.Second)
+		r, ok := h.Wait(ch, 30*time.Second)
 		switch {
 		case !ok:
 			t.Fatalf("echo %d: no answer", i)
-		case r.text() == texts[i]:
+		case r.Text() == texts[i]:
 			answered++
-		case r.isRestartError(): // only after the watchdog killed a deadlocked child
+		case r.IsRestartError(): // only after the watchdog killed a deadlocked child
 			restarted++
 		default:
 			t.Errorf("echo %d: %.100s", i, r)
@@ -758,7 +596,7 @@ func TestProxyTimeoutCancelsInChild(t *testing.T) {
 	h := tpStart(t, tpSpec(t, "echo", ""), &ProxyOptions{Timeout: 300 * time.Millisecond})
 	tpLearn(t, h)
 	start := time.Now()
-	r := h.tool("sleep", map[string]any{"ms": 5000})
+	r := h.Tool("sleep", map[string]any{"ms": 5000})
 	took := time.Since(start)
 	if r.Error == nil || r.Error.Code != -32000 || !strings.Contains(r.Error.Message, "timed out") {
 		t.Errorf("sleep: %v, want the timeout error", r)
@@ -767,7 +605,7 @@ func TestProxyTimeoutCancelsInChild(t *testing.T) {
 		t.Errorf("timed out after %s, want about 300 ms", took)
 	}
 	// The cancellation reaches the child before this call (stdin is ordered).
-	got := h.tool("cancelled", nil).text()
+	got := h.Tool("cancelled", nil).Text()
 	aborted, ids, _ := strings.Cut(got, ":")
 	if aborted != "1" || ids == "" || strings.Contains(ids, ",") {
 		t.Errorf("the child saw cancellations %q, want one that aborted its running sleep", got)
@@ -786,11 +624,11 @@ func TestProxyHostEOFStopsChildGracefully(t *testing.T) {
 	spec.Child.StopWait = 5 * time.Second
 	h := tpStart(t, spec, nil)
 	tpLearn(t, h)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
-	_, slow := h.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}})
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
+	_, slow := h.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}})
 	start := time.Now()
 	h.in.Close() // EOF with a request in flight
-	if r, ok := h.wait(slow, 10*time.Second); !ok || r.text() != "slept 300" {
+	if r, ok := h.Wait(slow, 10*time.Second); !ok || r.Text() != "slept 300" {
 		t.Errorf("the request in flight at EOF: %v (answered %v)", r, ok)
 	}
 	if err := h.close(10 * time.Second); err != nil {
@@ -810,7 +648,7 @@ func TestProxyHostEOFStopsChildGracefully(t *testing.T) {
 // Cancelling Proxy's context stops the child and returns nil.
 func TestProxyContextEnds(t *testing.T) {
 	h := tpStart(t, tpSpec(t, "echo", ""), nil)
-	pid, _ := strconv.Atoi(h.tool("pid", nil).text())
+	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
 	if err := h.stop(10 * time.Second); err != nil {
 		t.Errorf("Proxy = %v", err)
 	}
@@ -825,11 +663,11 @@ func TestProxyGivesUp(t *testing.T) {
 	spec := tpSpec(t, "exit=3", "")
 	spec.Unlimited, spec.Intensity, spec.Window = false, 3, time.Minute
 	h := tpStart(t, spec, nil)
-	var chans []<-chan tpReply
+	var chans []<-chan hosttest.Reply
 	for i := 0; i < 5; i++ {
-		_, ch := h.send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
+		_, ch := h.Send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
 		chans = append(chans, ch)
-		_, ch = h.send("tools/list", map[string]any{})
+		_, ch = h.Send("tools/list", map[string]any{})
 		chans = append(chans, ch)
 	}
 	var err error
@@ -842,11 +680,11 @@ func TestProxyGivesUp(t *testing.T) {
 	if !errors.Is(err, ErrGaveUp) {
 		t.Errorf("Proxy = %v, want ErrGaveUp", err)
 	}
-	<-h.readDone
+	<-h.Done()
 	for i, ch := range chans {
-		if r, ok := h.wait(ch, time.Second); !ok || !r.isRestartError() {
+		if r, ok := h.Wait(ch, time.Second); !ok || !r.IsRestartError() {
 			t.Errorf("request %d: %v (answered %v), want the restart error", i, r, ok)
 		}
 	}
-	h.checkAnswers()
+	h.CheckAnswers()
 }

@@ -21,6 +21,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/internal/proc"
 )
 
@@ -136,49 +137,13 @@ func rtSelf(t *testing.T) []string {
 // ---- running relay ----
 
 type rtRun struct {
+	*hosttest.Host
 	t       *testing.T
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	stderr  bytes.Buffer
-	wmu     sync.Mutex
-	next    atomic.Int64
-	mu      sync.Mutex
-	waits   map[string]chan rtReply
-	answers map[string]int
-	notes   map[string]int
-	stray   []string
-	read    chan struct{}
 	exited  chan struct{}
 	waitErr error
-}
-
-type rtReply struct {
-	Result json.RawMessage
-	Error  *struct {
-		Code    int64
-		Message string
-		Data    map[string]any
-	}
-}
-
-func (r rtReply) text() string {
-	var res struct{ Content []struct{ Text string } }
-	json.Unmarshal(r.Result, &res)
-	if len(res.Content) == 0 {
-		return ""
-	}
-	return res.Content[0].Text
-}
-
-func (r rtReply) isRestartError() bool {
-	return r.Error != nil && r.Error.Code == -32603 && r.Error.Data["reason"] == "server restarted"
-}
-
-func (r rtReply) String() string {
-	if r.Error != nil {
-		return fmt.Sprintf("error %d %q %v", r.Error.Code, r.Error.Message, r.Error.Data)
-	}
-	return string(r.Result)
 }
 
 // rtStart runs relay with args; childMode, when set, is given to children that are this
@@ -190,8 +155,7 @@ func rtStart(t *testing.T, childMode string, args ...string) *rtRun {
 	if childMode != "" {
 		cmd.Env = append(cmd.Env, rtChildEnv+"="+childMode)
 	}
-	r := &rtRun{t: t, cmd: cmd, waits: map[string]chan rtReply{}, answers: map[string]int{}, notes: map[string]int{},
-		read: make(chan struct{}), exited: make(chan struct{})}
+	r := &rtRun{t: t, cmd: cmd, exited: make(chan struct{})}
 	cmd.Stderr = &r.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -205,8 +169,8 @@ func rtStart(t *testing.T, childMode string, args ...string) *rtRun {
 		t.Fatal(err)
 	}
 	r.in = in
-	go r.readLoop(out)
-	go func() { <-r.read; r.waitErr = cmd.Wait(); close(r.exited) }()
+	r.Host = hosttest.New(t, "relay", in, out)
+	go func() { <-r.Done(); r.waitErr = cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
 		select {
 		case <-r.exited:
@@ -228,78 +192,6 @@ func rtTail(s string, n int) string {
 	return s
 }
 
-func (r *rtRun) readLoop(out io.Reader) {
-	defer close(r.read)
-	br := bufio.NewReaderSize(out, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 1 {
-			var m struct {
-				ID     json.RawMessage
-				Method string
-			}
-			if json.Unmarshal(line, &m) != nil {
-				r.t.Errorf("relay wrote a malformed frame: %q", line)
-			} else if m.Method != "" {
-				r.mu.Lock()
-				r.notes[m.Method]++
-				r.mu.Unlock()
-			} else {
-				var rep rtReply
-				json.Unmarshal(line, &rep)
-				r.mu.Lock()
-				r.answers[string(m.ID)]++
-				if w, ok := r.waits[string(m.ID)]; !ok {
-					r.stray = append(r.stray, string(line))
-				} else if r.answers[string(m.ID)] == 1 {
-					w <- rep
-				}
-				r.mu.Unlock()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (r *rtRun) send(method string, params any) <-chan rtReply {
-	id := strconv.FormatInt(r.next.Add(1), 10)
-	ch := make(chan rtReply, 1)
-	r.mu.Lock()
-	r.waits[id] = ch
-	r.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})
-	r.wmu.Lock()
-	r.in.Write(append(b, '\n'))
-	r.wmu.Unlock()
-	return ch
-}
-
-func (r *rtRun) notify(method string, params any) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-	r.wmu.Lock()
-	r.in.Write(append(b, '\n'))
-	r.wmu.Unlock()
-}
-
-func (r *rtRun) call(method string, params any) rtReply {
-	r.t.Helper()
-	select {
-	case rep := <-r.send(method, params):
-		return rep
-	case <-time.After(15 * time.Second):
-		r.t.Fatalf("%s: no answer within 15 s", method)
-	}
-	return rtReply{}
-}
-
-func (r *rtRun) note(method string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.notes[method]
-}
-
 // exit closes relay's stdin (unless closeIn is false) and returns its exit code.
 func (r *rtRun) exit(closeIn bool, within time.Duration) int {
 	r.t.Helper()
@@ -311,16 +203,7 @@ func (r *rtRun) exit(closeIn bool, within time.Duration) int {
 	case <-time.After(within):
 		r.t.Fatalf("relay did not exit within %s", within)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id := range r.waits {
-		if n := r.answers[id]; n != 1 {
-			r.t.Errorf("request %s got %d answers, want exactly 1", id, n)
-		}
-	}
-	for _, s := range r.stray {
-		r.t.Errorf("an answer to no request: %s", s)
-	}
+	r.CheckAnswers()
 	var ee *exec.ExitError
 	if errors.As(r.waitErr, &ee) {
 		return ee.ExitCode()
@@ -439,22 +322,22 @@ func TestSuperviseEchoEndToEnd(t *testing.T) {
 	t.Run("modern", func(t *testing.T) {
 		r := rtStart(t, "", "supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--stop-wait", "500ms", "--", rtEcho)
 		relay := r.cmd.Process.Pid
-		list := r.call("tools/list", map[string]any{"_meta": modern})
+		list := r.Call("tools/list", map[string]any{"_meta": modern})
 		if !strings.Contains(string(list.Result), `"name":"sleep"`) || !strings.Contains(string(list.Result), `"readOnlyHint":true`) {
 			t.Fatalf("tools/list = %v", list)
 		}
 		prev := 0
 		for crash := 0; crash < 3; crash++ {
 			pid := rtChildOf(t, relay, prev)
-			if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": modern}); rep.text() != "hi" {
+			if rep := r.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}, "_meta": modern}); rep.Text() != "hi" {
 				t.Errorf("echo = %v", rep)
 			}
-			slow := r.send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}, "_meta": modern})
+			_, slow := r.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300}, "_meta": modern})
 			time.Sleep(50 * time.Millisecond)
 			killPid(pid) // the sleep in flight is annotated: replayed
 			select {
 			case rep := <-slow:
-				if rep.text() != "slept 300 ms" {
+				if rep.Text() != "slept 300 ms" {
 					t.Errorf("sleep in flight at the crash = %v, want it replayed", rep)
 				}
 			case <-time.After(15 * time.Second):
@@ -470,22 +353,22 @@ func TestSuperviseEchoEndToEnd(t *testing.T) {
 	t.Run("legacy", func(t *testing.T) {
 		r := rtStart(t, "", "supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--", rtEcho)
 		relay := r.cmd.Process.Pid
-		if rep := r.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		if rep := r.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 			"clientInfo": map[string]any{"name": "legacy", "version": "1"}}); rep.Error != nil {
 			t.Fatalf("initialize = %v", rep)
 		}
-		r.notify("notifications/initialized", nil)
-		if rep := r.call("logging/setLevel", map[string]any{"level": "debug"}); rep.Error != nil {
+		r.Notify("notifications/initialized", nil)
+		if rep := r.Call("logging/setLevel", map[string]any{"level": "debug"}); rep.Error != nil {
 			t.Fatalf("setLevel = %v", rep)
 		}
-		r.call("tools/list", map[string]any{})
+		r.Call("tools/list", map[string]any{})
 		pid := rtChildOf(t, relay, 0)
-		changed := r.note("notifications/tools/list_changed")
+		changed := r.Notes("notifications/tools/list_changed")
 		killPid(pid)
-		for deadline := time.Now().Add(10 * time.Second); r.note("notifications/tools/list_changed") == changed && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(10 * time.Second); r.Notes("notifications/tools/list_changed") == changed && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "again"}}); rep.text() != "again" {
+		if rep := r.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "again"}}); rep.Text() != "again" {
 			t.Errorf("echo after the crash, without initializing again = %v", rep)
 		}
 		if code := r.exit(true, 10*time.Second); code != 0 {
@@ -502,7 +385,7 @@ func TestSuperviseChaos(t *testing.T) {
 	const seed, workers, crashes, minReqs = 7, 12, 12, 800
 	r := rtStart(t, "echo", append([]string{"supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--stop-wait", "500ms", "--"}, rtSelf(t)...)...)
 	relay := r.cmd.Process.Pid
-	if list := r.call("tools/list", map[string]any{}); !strings.Contains(string(list.Result), "danger") {
+	if list := r.Call("tools/list", map[string]any{}); !strings.Contains(string(list.Result), "danger") {
 		t.Fatalf("tools/list = %v", list)
 	}
 	var (
@@ -521,8 +404,8 @@ func TestSuperviseChaos(t *testing.T) {
 				}
 				text := fmt.Sprintf("r%d", i)
 				kind := [...]string{"echo", "sleep", "danger", "echo", "danger"}[i%5]
-				ch := r.send("tools/call", map[string]any{"name": kind, "arguments": map[string]any{"text": text, "ms": int(i % 20)}})
-				var rep rtReply
+				_, ch := r.Send("tools/call", map[string]any{"name": kind, "arguments": map[string]any{"text": text, "ms": int(i % 20)}})
+				var rep hosttest.Reply
 				select {
 				case rep = <-ch:
 				case <-time.After(20 * time.Second):
@@ -531,10 +414,10 @@ func TestSuperviseChaos(t *testing.T) {
 				}
 				total.Add(1)
 				switch {
-				case kind == "echo" && rep.text() == text:
-				case kind == "sleep" && rep.text() == fmt.Sprintf("slept %d ms", i%20):
-				case kind == "danger" && rep.text() == "danger:"+text:
-				case kind == "danger" && rep.isRestartError():
+				case kind == "echo" && rep.Text() == text:
+				case kind == "sleep" && rep.Text() == fmt.Sprintf("slept %d ms", i%20):
+				case kind == "danger" && rep.Text() == "danger:"+text:
+				case kind == "danger" && rep.IsRestartError():
 					restartErrs.Add(1)
 				default:
 					t.Errorf("%s %s: %v", kind, text, rep)
@@ -564,10 +447,10 @@ func TestSuperviseChaos(t *testing.T) {
 func TestSuperviseGivesUpExitsNonZero(t *testing.T) {
 	r := rtStart(t, "exit=3", append([]string{"supervise", "--restart-limit", "2/1m", "--backoff", "1ms..2ms", "--"}, rtSelf(t)...)...)
 	relay := r.cmd.Process.Pid
-	ch := r.send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
+	_, ch := r.Send("tools/call", map[string]any{"name": "danger", "arguments": map[string]any{"text": "x"}})
 	select {
 	case rep := <-ch:
-		if !rep.isRestartError() {
+		if !rep.IsRestartError() {
 			t.Errorf("answer = %v, want the restart error", rep)
 		}
 	case <-time.After(15 * time.Second):
@@ -586,7 +469,7 @@ func TestSuperviseGivesUpExitsNonZero(t *testing.T) {
 func TestSuperviseSIGTERM(t *testing.T) {
 	r := rtStart(t, "echo", append([]string{"supervise", "--"}, rtSelf(t)...)...)
 	relay := r.cmd.Process.Pid
-	if rep := r.call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); rep.text() != "x" {
+	if rep := r.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}); rep.Text() != "x" {
 		t.Fatalf("echo = %v", rep)
 	}
 	child := rtChildOf(t, relay, 0)
