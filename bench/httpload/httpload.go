@@ -30,7 +30,7 @@
 // [Client.DriveFunc] keep Conns requests outstanding, one per connection, so
 // that after the first requests every connection is reused.
 //
-// The package uses the standard library only.
+// Besides package load (for its percentiles), the package uses the standard library only.
 package httpload
 
 import (
@@ -39,7 +39,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -49,6 +48,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/relayrt/relay/bench/load"
 )
 
 // ProtocolVersion is the MCP protocol version of every request.
@@ -105,14 +106,7 @@ func (r Result) PerSecond() float64 {
 // Percentile returns the p-th percentile latency, p being in [0, 100] (50
 // for the median, 99 for p99), by the nearest-rank method. It returns zero
 // when there are no latencies.
-func (r Result) Percentile(p float64) time.Duration {
-	n := len(r.Latencies)
-	if n == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	return r.Latencies[min(max(rank, 1), n)-1]
-}
+func (r Result) Percentile(p float64) time.Duration { return load.Percentile(r.Latencies, p) }
 
 // String summarises the result on one line.
 func (r Result) String() string {

@@ -133,13 +133,17 @@ func (r Result) PerSecond() float64 {
 // Percentile returns the p-th percentile latency, p being in [0, 100] (50
 // for the median, 99 for p99), by the nearest-rank method. It returns zero
 // when there are no latencies.
-func (r Result) Percentile(p float64) time.Duration {
-	n := len(r.Latencies)
+func (r Result) Percentile(p float64) time.Duration { return Percentile(r.Latencies, p) }
+
+// Percentile returns the p-th percentile of latencies sorted in ascending order, p being in
+// [0, 100], by the nearest-rank method; zero when there are none.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
 	if n == 0 {
 		return 0
 	}
 	rank := int(math.Ceil(p / 100 * float64(n)))
-	return r.Latencies[min(max(rank, 1), n)-1]
+	return sorted[min(max(rank, 1), n)-1]
 }
 
 // String summarises the result on one line.
