@@ -55,25 +55,31 @@ type ChildOptions struct {
 	StopWait time.Duration
 	// MaxFrame bounds one line of the child's stdout (default 16 MiB).
 	MaxFrame int
+	// MaxBacklog bounds the bytes sent to the child that it has not read yet (default
+	// 64 MiB): past it, Send fails with ErrBacklog instead of holding more for a child that
+	// stopped reading.
+	MaxBacklog int
 	// Logger receives the child's stderr and lifecycle (default: a logger on stderr).
 	Logger *zap.Logger
 }
 
 // Child is one running process. Its stdout frames arrive on Frames, its exit on Done.
 type Child struct {
-	name   string
-	cmd    *exec.Cmd
-	pid    int
-	log    *zap.Logger
-	wait   time.Duration
-	frames chan []byte
-	qmu    sync.Mutex
-	queue  [][]byte      // to the writer actor
-	kick   chan struct{} // wakes the writer actor
-	stdin  io.WriteCloser
-	done   chan struct{}
-	exit   Exit
-	closed chan struct{} // closed when stdin has been closed
+	name    string
+	cmd     *exec.Cmd
+	pid     int
+	log     *zap.Logger
+	wait    time.Duration
+	frames  chan []byte
+	qmu     sync.Mutex
+	queue   [][]byte // to the writer actor
+	backlog int      // bytes queued or being written, not yet taken by the pipe
+	maxLog  int
+	kick    chan struct{} // wakes the writer actor
+	stdin   io.WriteCloser
+	done    chan struct{}
+	exit    Exit
+	closed  chan struct{} // closed when stdin has been closed
 }
 
 // StartChild starts a process. The child runs until it exits or Stop is called; cancelling
@@ -85,6 +91,9 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	}
 	if o.StopWait <= 0 {
 		o.StopWait = 2 * time.Second
+	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = 64 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -122,7 +131,7 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	ch := &Child{
 		name: name, cmd: c, pid: c.Process.Pid, log: o.Logger.With(zap.String("child", name), zap.Int("pid", c.Process.Pid)),
 		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
-		done: make(chan struct{}), closed: make(chan struct{}),
+		done: make(chan struct{}), closed: make(chan struct{}), maxLog: o.MaxBacklog,
 	}
 	readDone := make(chan struct{})
 	errDone := make(chan struct{})
@@ -163,7 +172,7 @@ func (c *Child) Done() <-chan struct{} { return c.done }
 func (c *Child) Exit() Exit { return c.exit }
 
 // Send queues one frame for the child's stdin. It fails once stdin is closed or the child
-// has exited.
+// has exited, and with ErrBacklog while the child has not read MaxBacklog bytes sent to it.
 func (c *Child) Send(frame []byte) error {
 	select {
 	case <-c.closed:
@@ -173,7 +182,12 @@ func (c *Child) Send(frame []byte) error {
 	default:
 	}
 	c.qmu.Lock()
+	if c.backlog > 0 && c.backlog+len(frame) > c.maxLog {
+		c.qmu.Unlock()
+		return ErrBacklog
+	}
 	c.queue = append(c.queue, frame)
+	c.backlog += len(frame) + 1
 	c.qmu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
@@ -186,6 +200,7 @@ func (c *Child) Send(frame []byte) error {
 var (
 	ErrStdinClosed = errors.New("supervise: the child's stdin is closed")
 	ErrExited      = errors.New("supervise: the child has exited")
+	ErrBacklog     = errors.New("supervise: the child is not reading its stdin, and its backlog is full")
 )
 
 // CloseStdin closes the child's stdin: the graceful end of a stdio server.
@@ -269,10 +284,20 @@ func (c *Child) writeStdin() {
 		c.queue = nil
 		return q
 	}
+	written := func(q [][]byte) { // the pipe took them: they leave the backlog
+		n := 0
+		for _, f := range q {
+			n += len(f) + 1
+		}
+		c.qmu.Lock()
+		c.backlog -= n
+		c.qmu.Unlock()
+	}
 	for {
 		select {
 		case <-c.kick:
-			for _, f := range take() {
+			q := take()
+			for _, f := range q {
 				w.Write(f)
 				w.WriteByte('\n')
 			}
@@ -280,6 +305,7 @@ func (c *Child) writeStdin() {
 				c.CloseStdin()
 				return
 			}
+			written(q)
 		case <-c.closed:
 			for _, f := range take() {
 				w.Write(f)

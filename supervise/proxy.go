@@ -405,9 +405,30 @@ func (p *proxy) send(r *pending) {
 	if r.hostID != nil {
 		p.byHost[string(r.hostID)] = string(id)
 	}
-	if err := p.child.Send(jsonrpc.AppendRequest(nil, id, r.method, params)); err != nil {
+	err := p.child.Send(jsonrpc.AppendRequest(nil, id, r.method, params))
+	switch {
+	case errors.Is(err, ErrBacklog):
+		// The child stopped reading: holding more would grow without bound. The host hears
+		// at once, and may retry; --probe restarts a child that stays like this.
+		delete(p.pend, string(id))
+		if r.hostID != nil {
+			delete(p.byHost, string(r.hostID))
+			p.toHost(jsonrpc.AppendError(nil, r.hostID, p.busyError()))
+		}
+	case err != nil:
 		p.log.Warn("could not send to the child; it will be replayed or answered at restart", zap.Error(err))
 	}
+}
+
+// busyError answers a request the child could not take: it is not reading its input.
+func (p *proxy) busyError() *jsonrpc.Error {
+	e := &jsonrpc.Error{Code: -32000, Message: "Server busy: the server is not reading its input; retry later",
+		Data: map[string]any{"reason": "backlog full", "retryable": true}}
+	if p.opts.RCP {
+		e.Code = -32010
+		e.Message = "Backend unavailable: the server is not reading its input; retry later"
+	}
+	return e
 }
 
 // internal sends a request of the proxy's own, whose answer is swallowed.

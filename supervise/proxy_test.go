@@ -457,6 +457,44 @@ func TestProxyProbeRestartsHungChild(t *testing.T) {
 	}
 }
 
+// A child that stops reading its stdin does not make the proxy hold without bound what the
+// host keeps sending: past the child's backlog (256 KiB here), requests are answered at once
+// with a retryable busy error, and the ones the child did take stay unanswered as it hangs.
+func TestProxyBoundsTheBacklogOfAChildThatStopsReading(t *testing.T) {
+	spec := tpSpec(t, "echo", "")
+	spec.Child.MaxBacklog = 256 << 10
+	h := tpStart(t, spec, nil)
+	tpLearn(t, h)
+	h.Send("tools/call", map[string]any{"name": "hang"})
+	time.Sleep(50 * time.Millisecond) // the child reads the hang call and stops; the outcome does not depend on it
+	const n, size = 200, 16 << 10     // 3.2 MiB: the pipe and the child's buffer hold far less
+	texts, chans, sent := tpSendEchoes(h, n, size)
+	select {
+	case <-sent:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the host could not send: the proxy stopped reading it while the child hangs")
+	}
+	busy := 0
+	for i, ch := range chans {
+		r, ok := h.Wait(ch, 50*time.Millisecond)
+		switch {
+		case !ok: // taken by the child before it filled up: no answer while it hangs
+		case r.Error != nil && r.Error.Code == -32000 && r.Error.Data["retryable"] == true:
+			busy++
+		default:
+			t.Errorf("call %d (%.10s…): %v, want the busy error or no answer", i, texts[i], r)
+		}
+	}
+	// At most 256 KiB of backlog, 64 KiB of pipe and 64 KiB of the child's reader can hold
+	// calls, about 24 of them; every other call is refused.
+	if busy < n-40 {
+		t.Errorf("%d of %d calls were refused as busy; the backlog was not bounded", busy, n)
+	}
+	if err := h.stop(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
+
 // tpSendEchoes sends n echo calls with texts of about size bytes from a goroutine. It
 // returns their texts and channels, and a channel closed once all are written.
 func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan hosttest.Reply, <-chan struct{}) {
