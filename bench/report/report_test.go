@@ -54,3 +54,21 @@ func TestWriteTables(t *testing.T) {
 		t.Errorf("chart: %.300s", chart.String())
 	}
 }
+
+// FuzzParseLine: any line of go test output is read without panicking, and a result it
+// takes has a benchmark name and numbers only.
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{
+		"BenchmarkEcho/server=relay/size=64B/inflight=256-2   \t  294678\t      9282 ns/op\t    109018 req/s",
+		"BenchmarkIdleInFlight-2 1 1631315900 ns/op 3478 B/idle-request",
+		"PASS", "ok  \tgithub.com/relayrt/relay/bench\t31.2s", "Benchmark 1 x", "BenchmarkX-2 1 NaN ns/op",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		name, metrics, ok := parseLine(line)
+		if ok && (!strings.HasPrefix(name, "Benchmark") || metrics == nil) {
+			t.Fatalf("parseLine(%q) = %q, %v", line, name, metrics)
+		}
+	})
+}

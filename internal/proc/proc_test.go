@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -52,4 +53,25 @@ func TestReadAndChildren(t *testing.T) {
 	if st, ok := Read(pid); ok {
 		t.Errorf("a waited-for child still reads as %+v", st)
 	}
+}
+
+// FuzzParse: any stat line is read without panicking, and what is read is consistent with it.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"4242 (a (b) c) S 17 4242 4242 0 -1 4194560 120 0 0 0 1 2 0 0 20 0 1 0 98765 1234 56 rest\n",
+		"1 (systemd) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0",
+		"7 () Z 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0",
+		"", "(", ")(", "1 (x) S",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		st, ok := parse(7, line)
+		if !ok {
+			return
+		}
+		if st.PID != 7 || !strings.Contains(line, "("+st.Comm+")") || st.State == 0 {
+			t.Fatalf("parse(%q) = %+v", line, st)
+		}
+	})
 }
