@@ -456,23 +456,23 @@ func (d *dispatcher) start(e *entry) {
 // because its frame sits under every handler's: a frame of a few hundred bytes here is what
 // decides whether an idle request's goroutine fits in the initial 2 KiB stack or needs 4 KiB.
 func (d *dispatcher) runActor(ctx context.Context, e *entry) {
-	var result any
-	err := actors.Recover(func() error {
-		var herr error
-		result, herr = e.handler(ctx, &e.req)
+	var frame []byte
+	err := actors.Recover(func() error { // the result's encoding too: an Appender or a MarshalJSON may panic
+		result, herr := e.handler(ctx, &e.req)
+		if herr == nil {
+			frame = d.encodeResult(e.req.ID, result)
+		}
 		return herr
 	})
-	d.done(ctx, e, result, err)
+	d.done(ctx, e, frame, err)
 }
 
 // done reports a finished handler to the dispatcher.
 //
 //go:noinline
-func (d *dispatcher) done(ctx context.Context, e *entry, result any, err error) {
-	var ev event
-	if err == nil {
-		ev = event{kind: evDone, e: e, frame: d.encodeResult(e.req.ID, result)}
-	} else {
+func (d *dispatcher) done(ctx context.Context, e *entry, frame []byte, err error) {
+	ev := event{kind: evDone, e: e, frame: frame}
+	if err != nil {
 		ev = d.failed(ctx, e, err)
 	}
 	e.cancel(nil)
@@ -548,7 +548,7 @@ func (d *dispatcher) event(ev event) {
 		e.calls = append(e.calls, string(id))
 		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
 	case evDone:
-		d.workerIdle(e.w)
+		d.becameIdle(e.w)
 		d.actors--
 		if !e.long {
 			d.running--

@@ -323,6 +323,28 @@ func TestPanic_InternalErrorAndServerGoesOn(t *testing.T) {
 	}
 }
 
+// panickyResult panics while it is encoded, as a faulty MarshalJSON or Appender would.
+type panickyResult struct{}
+
+func (panickyResult) AppendJSON([]byte) []byte { panic("cannot encode") }
+func (panickyResult) SizeHint() int            { return 0 }
+
+// A result whose encoding panics is a panic of the request actor: answered with an internal
+// error, and the server goes on.
+func TestPanic_InTheResultsEncoding(t *testing.T) {
+	c := dial(t, profile(map[string]runtime.Handler{
+		"bad": func(ctx context.Context, r *runtime.Request) (any, error) { return panickyResult{}, nil },
+	}, false))
+	c.send(req(1, "bad"))
+	if m := c.next(); errCode(m) != jsonrpc.CodeInternalError || string(m["id"]) != "1" {
+		t.Fatalf("got %s, want -32603 for id 1", mustJSON(m))
+	}
+	c.send(req(2, "now"))
+	if m := c.next(); m["result"] == nil {
+		t.Fatalf("the server did not go on: %s", mustJSON(m))
+	}
+}
+
 func TestErrors_HandlerErrorsBecomeJSONRPCErrors(t *testing.T) {
 	c := dial(t, profile(map[string]runtime.Handler{
 		"rpcerr": func(ctx context.Context, r *runtime.Request) (any, error) {

@@ -57,8 +57,8 @@ func (d *dispatcher) work(w *worker, j job) {
 	}
 }
 
-// workerIdle records that w finished its request.
-func (d *dispatcher) workerIdle(w *worker) {
+// becameIdle records that w finished its request.
+func (d *dispatcher) becameIdle(w *worker) {
 	w.gen = d.reapGen
 	d.idle = append(d.idle, w)
 	if d.reapC == nil {
