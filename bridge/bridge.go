@@ -21,8 +21,10 @@
 //   - legacy client, legacy child: forwarded over the bridge's own initialized connection;
 //     the client's initialize is answered from the child's.
 //
-// Not yet: resource subscriptions and list-changed notifications through the bridge (they
-// are answered, not delivered), and server-to-client requests from a legacy child.
+// A modern client's subscriptions/listen is held open on a child (the proxy and this package
+// put the client's listen id back on every notification). Not yet: subscriptions of
+// initialize-generation clients (answered, not delivered), listening on legacy children, and
+// server-to-client requests from a legacy child.
 package bridge
 
 import (

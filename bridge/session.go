@@ -37,6 +37,9 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 	switch {
 	case modern && req.Method == "server/discover" && s.b.legacy:
 		return runtime.Route{Result: s.b.discoverFromInit()}
+	case modern && req.Method == "subscriptions/listen" && !s.b.legacy:
+		// A stream for the connection's life: it does not count against the in-flight limit.
+		return runtime.Route{LongLived: true, Handler: s.listen}
 	case modern:
 		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
 	case req.Method == "initialize":
@@ -136,6 +139,9 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if token != nil && method == "notifications/progress" {
 				p = jsonrpc.SetMember(p, "progressToken", token) // the client's own token
 			}
+			if meta := jsonrpc.Field(p, "_meta"); jsonrpc.Field(meta, mcp.MetaSubscriptionID) != nil {
+				p = jsonrpc.SetMember(p, "_meta", jsonrpc.SetMember(meta, mcp.MetaSubscriptionID, json.RawMessage(rt.ID))) // the client's listen id
+			}
 			rt.Notify(method, p)
 		}
 		for round := 0; ; round++ {
@@ -168,6 +174,31 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 				params = jsonrpc.SetMember(params, "requestState", state)
 			}
 		}
+	}
+}
+
+// listen forwards a subscriptions/listen to a child for as long as the client keeps it. When
+// the bridge shuts down, the child's stream is cancelled and the client's is ended as DIGEST
+// A9 asks of a graceful end: a complete result naming the subscription.
+func (s *session) listen(ctx context.Context, rt *runtime.Request) (any, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	draining := make(chan struct{})
+	go func() { // ends with the request: cancel above runs when listen returns
+		select {
+		case <-rt.Draining():
+			close(draining)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := s.forward(false, false)(ctx, rt)
+	select {
+	case <-draining:
+		return mustJSON(map[string]any{"resultType": "complete",
+			"_meta": map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(rt.ID)}}), nil
+	default:
+		return res, err
 	}
 }
 

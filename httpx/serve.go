@@ -3,8 +3,10 @@ package httpx
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -15,10 +17,16 @@ type ServerOptions struct {
 	ShutdownTimeout   time.Duration // default 10 s: how long in-flight requests may finish
 	// Ops, when set, is marked not ready (/readyz answers 503) as soon as shutdown begins.
 	Ops *Ops
+	// Drain lists handlers (an MCPHandler, an RCPHandler) that are closed as soon as shutdown
+	// begins, so that their long-lived streams (subscriptions/listen, a legacy session's GET
+	// stream) end with their final answers instead of holding the shutdown until
+	// ShutdownTimeout. Serve does this for h itself when h has a Close method.
+	Drain []io.Closer
 }
 
-// Serve serves h on ln until ctx is cancelled, then stops accepting, lets in-flight requests
-// finish within the shutdown timeout, and returns. Streams still open then are closed.
+// Serve serves h on ln until ctx is cancelled, then stops accepting, closes the handlers to
+// drain (see ServerOptions.Drain), lets in-flight requests finish within the shutdown timeout,
+// and returns. Streams still open then are closed.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts *ServerOptions) error {
 	var o ServerOptions
 	if opts != nil {
@@ -46,6 +54,15 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts *ServerOpt
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
+	drain := o.Drain
+	if c, ok := h.(io.Closer); ok {
+		drain = append(drain, c)
+	}
+	var closing sync.WaitGroup
+	for _, c := range drain { // while Shutdown waits for the requests these end
+		closing.Go(func() { c.Close() })
+	}
+	defer closing.Wait()
 	err := srv.Shutdown(shutdown)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = srv.Close()

@@ -38,7 +38,7 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	if !resources {
 		honoured.ResourceSubscriptions = nil
 	}
-	subMeta := map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": json.RawMessage(rt.ID)}
+	subMeta := map[string]json.RawMessage{MetaSubscriptionID: json.RawMessage(rt.ID)}
 
 	changes := s.hub.subscribe()
 	defer s.hub.unsubscribe(changes)

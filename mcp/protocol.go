@@ -32,6 +32,7 @@ const (
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 	MetaProgressToken      = "progressToken"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
 // MCP error codes beyond JSON-RPC's own.

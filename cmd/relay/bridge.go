@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -69,7 +70,7 @@ func runBridge(args []string) int {
 	mux.Handle("/mcp", h)
 	mux.Handle("/", ops.Handler())
 	fmt.Fprintf(os.Stderr, "relay bridge: serving MCP on http://%s/mcp with %d children\n", *listen, *pool)
-	if err := httpx.ListenAndServe(ctx, *listen, mux, &httpx.ServerOptions{Ops: ops}); err != nil {
+	if err := httpx.ListenAndServe(ctx, *listen, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
 		log.Error("relay bridge is exiting", zap.Error(err))
 		return 1
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,7 +44,7 @@ func main() {
 		mux.Handle("/rcp/", h)
 		mux.Handle("/", ops.Handler()) // /metrics, /healthz, /readyz
 		fmt.Fprintf(os.Stderr, "retrieval: serving RCP/1 on http://%s/rcp\n", *addr)
-		err = httpx.ListenAndServe(ctx, *addr, mux, &httpx.ServerOptions{Ops: ops})
+		err = httpx.ListenAndServe(ctx, *addr, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}})
 	} else {
 		err = stdio.ServeStdio(context.Background(), s.Runtime())
 	}
