@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -440,94 +439,19 @@ func (d *sessionDriver) Call(ctx context.Context) ([]byte, error) {
 }
 
 func (d *sessionDriver) Drive(ctx context.Context, requests int, dur time.Duration) (httpload.Result, error) {
-	var deadline time.Time
-	sent := 0
-	return d.DriveFunc(ctx, func() bool {
-		if requests > 0 {
-			sent++
-			return sent <= requests
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(dur)
-		}
-		return time.Now().Before(deadline)
-	})
+	next, err := httpload.Until(requests, dur)
+	if err != nil {
+		return httpload.Result{}, err
+	}
+	return d.DriveFunc(ctx, next)
 }
 
 // DriveFunc hands each request, while next returns true, to the first free session.
 func (d *sessionDriver) DriveFunc(ctx context.Context, next func() bool) (httpload.Result, error) {
-	drive, stop := context.WithCancel(ctx)
-	defer stop()
-	work := make(chan struct{})
-	type tally struct {
-		requests, errors int
-		firstError       string
-		last             time.Time
-		latencies        []time.Duration
-	}
-	tallies := make([]tally, len(d.sessions))
-	var (
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		failure error
-	)
-	for i, s := range d.sessions {
-		t := &tallies[i]
-		wg.Go(func() {
-			for range work {
-				lat, _, bad, err := d.call(drive, s)
-				if err != nil {
-					if drive.Err() == nil {
-						errOnce.Do(func() { failure = err })
-						stop()
-					}
-					continue
-				}
-				t.last = time.Now()
-				t.requests++
-				t.latencies = append(t.latencies, lat)
-				if bad != nil {
-					t.errors++
-					if t.firstError == "" {
-						t.firstError = bad.Error()
-					}
-				}
-			}
-		})
-	}
-	start := time.Now()
-	for drive.Err() == nil && next() {
-		select {
-		case work <- struct{}{}:
-		case <-drive.Done():
-		}
-	}
-	close(work)
-	wg.Wait()
-	var res httpload.Result
-	var last time.Time
-	for _, t := range tallies {
-		res.Requests += t.requests
-		res.Errors += t.errors
-		if res.FirstError == "" {
-			res.FirstError = t.firstError
-		}
-		if t.last.After(last) {
-			last = t.last
-		}
-		res.Latencies = append(res.Latencies, t.latencies...)
-	}
-	slices.Sort(res.Latencies)
-	if !last.IsZero() {
-		res.Elapsed = last.Sub(start)
-	}
-	if err := ctx.Err(); err != nil {
-		return res, err
-	}
-	if failure != nil {
-		return res, failure
-	}
-	return res, nil
+	return httpload.DriveWorkers(ctx, len(d.sessions), next, func(ctx context.Context, worker int) (httpload.Exchange, error) {
+		lat, _, bad, err := d.call(ctx, d.sessions[worker])
+		return httpload.Exchange{Latency: lat, Bad: bad}, err
+	})
 }
 
 // clip shortens b for an error message.

@@ -211,20 +211,30 @@ func (c *Client) Call(ctx context.Context) ([]byte, error) {
 // no answer) ends the drive with an error; a bad answer is counted in
 // Result.Errors. The Result is valid even when the error is not nil.
 func (c *Client) Drive(ctx context.Context, requests int, d time.Duration) (Result, error) {
+	next, err := Until(requests, d)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.DriveFunc(ctx, next)
+}
+
+// Until returns the next function of a drive (see DriveFunc) that sends exactly requests
+// requests, or, when requests is 0, sends until d has elapsed from its first call.
+func Until(requests int, d time.Duration) (func() bool, error) {
 	switch {
 	case requests > 0:
 		sent := 0
-		return c.DriveFunc(ctx, func() bool { sent++; return sent <= requests })
+		return func() bool { sent++; return sent <= requests }, nil
 	case d > 0:
 		var deadline time.Time
-		return c.DriveFunc(ctx, func() bool {
+		return func() bool {
 			if deadline.IsZero() {
 				deadline = time.Now().Add(d)
 			}
 			return time.Now().Before(deadline)
-		})
+		}, nil
 	}
-	return Result{}, errors.New("httpload: neither a request count nor a duration")
+	return nil, errors.New("httpload: neither a request count nor a duration")
 }
 
 // DriveFunc is Drive with the number of requests decided by next: it calls
@@ -233,6 +243,38 @@ func (c *Client) Drive(ctx context.Context, requests int, d time.Duration) (Resu
 // free, and stops when next returns false. next can be a benchmark's
 // (*testing.B).Loop: each iteration is then one request.
 func (c *Client) DriveFunc(ctx context.Context, next func() bool) (Result, error) {
+	bufs := make([]bytes.Buffer, c.conns)
+	dials := c.dials.Load()
+	res, err := DriveWorkers(ctx, c.conns, next, func(ctx context.Context, worker int) (Exchange, error) {
+		buf := &bufs[worker]
+		r, err := c.do(ctx, buf)
+		if err != nil {
+			return Exchange{}, err
+		}
+		_, bad := c.check(buf.Bytes(), r)
+		return Exchange{Latency: r.latency, SSE: r.sse, Bad: bad}, nil
+	})
+	res.Dials = int(c.dials.Load() - dials)
+	if err != nil {
+		return res, fmt.Errorf("httpload: %w", err)
+	}
+	return res, nil
+}
+
+// An Exchange is what one request of a drive measured.
+type Exchange struct {
+	Latency time.Duration
+	SSE     bool  // the answer came as a text/event-stream
+	Bad     error // why the answer is not good; nil when it is
+}
+
+// DriveWorkers is the engine of DriveFunc, for drivers whose requests are made another way
+// (over sessions, say): it calls next before each request, hands the request to the first
+// free of workers goroutines, which calls exchange with its own index, and tallies what they
+// measured into a Result (Dials is left zero). An error from exchange (no answer at all) ends
+// the drive and is returned, as is the end of ctx.
+func DriveWorkers(ctx context.Context, workers int, next func() bool,
+	exchange func(ctx context.Context, worker int) (Exchange, error)) (Result, error) {
 	drive, stop := context.WithCancel(ctx)
 	defer stop()
 	work := make(chan struct{})
@@ -241,13 +283,12 @@ func (c *Client) DriveFunc(ctx context.Context, next func() bool) (Result, error
 		errOnce sync.Once
 		failure error
 	)
-	tallies := make([]tally, c.conns)
+	tallies := make([]tally, workers)
 	for i := range tallies {
 		t := &tallies[i]
 		wg.Go(func() {
-			var buf bytes.Buffer
 			for range work {
-				r, err := c.do(drive, &buf)
+				x, err := exchange(drive, i)
 				if err != nil {
 					if drive.Err() == nil {
 						errOnce.Do(func() { failure = err })
@@ -256,21 +297,20 @@ func (c *Client) DriveFunc(ctx context.Context, next func() bool) (Result, error
 					continue
 				}
 				t.last = time.Now()
-				t.latencies = append(t.latencies, r.latency)
+				t.latencies = append(t.latencies, x.Latency)
 				t.requests++
-				if r.sse {
+				if x.SSE {
 					t.sse++
 				}
-				if _, err := c.check(buf.Bytes(), r); err != nil {
+				if x.Bad != nil {
 					t.errors++
 					if t.firstError == "" {
-						t.firstError = err.Error()
+						t.firstError = x.Bad.Error()
 					}
 				}
 			}
 		})
 	}
-	dials := c.dials.Load()
 	start := time.Now()
 	for drive.Err() == nil && next() {
 		select {
@@ -299,14 +339,10 @@ func (c *Client) DriveFunc(ctx context.Context, next func() bool) (Result, error
 	if !last.IsZero() {
 		res.Elapsed = last.Sub(start)
 	}
-	res.Dials = int(c.dials.Load() - dials)
 	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("httpload: %w", err)
+		return res, err
 	}
-	if failure != nil {
-		return res, fmt.Errorf("httpload: %w", failure)
-	}
-	return res, nil
+	return res, failure
 }
 
 // tally is one worker's share of a Result.
