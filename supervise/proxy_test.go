@@ -495,6 +495,26 @@ func TestProxyBoundsTheBacklogOfAChildThatStopsReading(t *testing.T) {
 	}
 }
 
+// tpAwaitEchoes waits for the answers of tpSendEchoes and counts the echoes and the restart
+// errors; any other answer fails the test, and so does a call left unanswered.
+func tpAwaitEchoes(t *testing.T, h *tpHost, texts []string, chans []<-chan hosttest.Reply) (answered, restarted int) {
+	t.Helper()
+	for i, ch := range chans {
+		r, ok := h.Wait(ch, 30*time.Second)
+		switch {
+		case !ok:
+			t.Fatalf("echo %d: no answer", i)
+		case r.Text() == texts[i]:
+			answered++
+		case r.IsRestartError():
+			restarted++
+		default:
+			t.Errorf("echo %d: %.100s", i, r)
+		}
+	}
+	return answered, restarted
+}
+
 // tpSendEchoes sends n echo calls with texts of about size bytes from a goroutine. It
 // returns their texts and channels, and a channel closed once all are written.
 func tpSendEchoes(h *tpHost, n, size int) ([]string, []<-chan hosttest.Reply, <-chan struct{}) {
@@ -558,20 +578,7 @@ func TestProxyProbeRestartsHungChildUnderLoad(t *testing.T) {
 	defer stop()
 	texts, chans, sent := tpSendEchoes(h, n, size)
 	<-sent
-	answered, restarted := 0, 0
-	for i, ch := range chans {
-		r, ok := h.Wait(ch, 30*time.Second)
-		switch {
-		case !ok:
-			t.Fatalf("echo %d: no answer", i)
-		case r.Text() == texts[i]:
-			answered++
-		case r.IsRestartError(): // sent to the hung child (Replay none)
-			restarted++
-		default:
-			t.Errorf("echo %d: %.100s", i, r)
-		}
-	}
+	answered, restarted := tpAwaitEchoes(t, h, texts, chans) // restart errors: sent to the hung child (Replay none)
 	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
 		t.Errorf("hang: %.100v", r)
 	}
@@ -605,20 +612,7 @@ func TestProxyQueuedBurstDoesNotDeadlock(t *testing.T) {
 	defer stop()
 	texts, chans, sent := tpSendEchoes(h, n, size)
 	<-sent
-	answered, restarted := 0, 0
-	for i, ch := range chans {
-		r, ok := h.Wait(ch, 30*time.Second)
-		switch {
-		case !ok:
-			t.Fatalf("echo %d: no answer", i)
-		case r.Text() == texts[i]:
-			answered++
-		case r.IsRestartError(): // only after the watchdog killed a deadlocked child
-			restarted++
-		default:
-			t.Errorf("echo %d: %.100s", i, r)
-		}
-	}
+	answered, restarted := tpAwaitEchoes(t, h, texts, chans) // restart errors only after the watchdog killed a deadlocked child
 	if answered != n {
 		t.Errorf("%d of %d answered; %d got the restart error when the watchdog killed the deadlocked child", answered, n, restarted)
 	}
