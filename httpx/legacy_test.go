@@ -188,14 +188,7 @@ func TestB2_DisconnectIsNotCancellation(t *testing.T) {
 	defer cancel()
 	req := f.request(ctx, http.MethodPost, message(9, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "L"}}),
 		"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion, testTag, "legacy-gone")
-	done := make(chan error, 1)
-	go func() {
-		resp, err := f.c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
+	done := f.doAsync(req)
 	await(t, f.tk.started, "the handler to start")
 	cancel()
 	await(t, done, "the client to give up")
@@ -236,14 +229,7 @@ func TestB2_ExplicitCancelEndsTheRequest(t *testing.T) {
 	defer cancel()
 	req := f.request(ctx, http.MethodPost, message(11, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "C"}}),
 		"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion, testTag, "legacy-cancel")
-	done := make(chan error, 1)
-	go func() {
-		resp, err := f.c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
+	done := f.doAsync(req)
 	await(t, f.tk.started, "the handler to start")
 	r := f.legacyPost(sid, message(nil, "notifications/cancelled", map[string]any{"requestId": 11, "reason": "user"}))
 	if r.status != http.StatusAccepted {

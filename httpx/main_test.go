@@ -345,6 +345,20 @@ func (f *fixture) request(ctx context.Context, method string, body []byte, hdr .
 	return req
 }
 
+// doAsync sends req from a goroutine of its own, which closes the answer's body at once, and
+// returns the channel its error arrives on.
+func (f *fixture) doAsync(req *http.Request) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := f.c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done
+}
+
 // post sends a POST and reads its whole answer.
 func (f *fixture) post(body []byte, hdr ...string) reply {
 	f.t.Helper()

@@ -361,14 +361,7 @@ func TestA8_ClosingTheConnectionCancelsTheHandler(t *testing.T) {
 				}
 				cancel()
 			} else {
-				done := make(chan error, 1)
-				go func() {
-					resp, err := f.c.Do(req)
-					if err == nil {
-						resp.Body.Close()
-					}
-					done <- err
-				}()
+				done := f.doAsync(req)
 				if k := await(t, f.tk.started, "the handler to start"); k != "k1" {
 					t.Fatalf("started %q", k)
 				}
