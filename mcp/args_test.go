@@ -142,7 +142,7 @@ func TestHeaderParams_DIGEST_A13_Constraints(t *testing.T) {
 	}
 }
 
-func TestAppendText_SameJSONAsTheGeneralEncoder(t *testing.T) {
+func TestTextResult_SameJSONAsTheGeneralEncoder(t *testing.T) {
 	for _, r := range []*CallToolResult{
 		TextResult("plain"),
 		TextResult("quotes \" and \\ and\nnew lines, é, 🙂, \u2028, <html>"),
@@ -150,10 +150,10 @@ func TestAppendText_SameJSONAsTheGeneralEncoder(t *testing.T) {
 		{Content: []Content{}},
 		{Content: []Content{&TextContent{Text: "a"}, &TextContent{Text: ""}}},
 	} {
-		fast, ok := r.appendText(nil)
-		if !ok {
+		if !r.textOnly() {
 			t.Fatalf("text-only result took the slow path: %+v", r)
 		}
+		fast := (&textResult{open: legacyOpen, r: r}).AppendJSON(nil)
 		slow, _ := json.Marshal(r.wireForm())
 		var a, b any
 		json.Unmarshal(fast, &a)
@@ -162,7 +162,7 @@ func TestAppendText_SameJSONAsTheGeneralEncoder(t *testing.T) {
 			t.Errorf("fast %s\nslow %s", fast, slow)
 		}
 	}
-	if _, ok := (&CallToolResult{Content: []Content{&ImageContent{Data: []byte{1}}}}).appendText(nil); ok {
+	if (&CallToolResult{Content: []Content{&ImageContent{Data: []byte{1}}}}).textOnly() {
 		t.Error("an image result must take the general encoder")
 	}
 }

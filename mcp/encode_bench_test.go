@@ -15,18 +15,18 @@ func benchToolText(n int) string {
 }
 
 // BenchmarkEncodeTextResult measures turning a tool's text result (one text item of 64 B or
-// 64 KiB) into the bytes of its JSON, the step encodeResult takes for every tools/call that
-// answers with text. impl=relay is the fast path, CallToolResult.appendText, writing into a
-// reused buffer; impl=encoding-json is json.Marshal of a plain struct of the same shape, the
+// 64 KiB) into the bytes of its JSON, the step every tools/call that answers with text takes.
+// impl=relay is the fast path, textResult.AppendJSON (here in its initialize-generation form),
+// writing into a reused buffer; impl=encoding-json is json.Marshal of a plain struct of the same shape, the
 // cost the fast path exists to avoid (reflection, and a second pass over the output to check
 // it). Both write the same bytes, so SetBytes (the encoded size) makes their MB/s comparable.
 func BenchmarkEncodeTextResult(b *testing.B) {
-	type textItem struct {
+	type wireItem struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	type textResult struct {
-		Content []textItem `json:"content"`
+	type wireResult struct {
+		Content []wireItem `json:"content"`
 	}
 	for _, size := range []struct {
 		name string
@@ -34,11 +34,12 @@ func BenchmarkEncodeTextResult(b *testing.B) {
 	}{{"64B", 64}, {"64KiB", 64 << 10}} {
 		text := benchToolText(size.n)
 		r := TextResult(text)
-		std := &textResult{Content: []textItem{{Type: "text", Text: text}}}
-		want, ok := r.appendText(nil)
-		if !ok {
+		std := &wireResult{Content: []wireItem{{Type: "text", Text: text}}}
+		if !r.textOnly() {
 			b.Fatal("a text result took the slow path")
 		}
+		fast := &textResult{open: legacyOpen, r: r}
+		want := fast.AppendJSON(nil)
 		if got, err := json.Marshal(std); err != nil || !bytes.Equal(got, want) {
 			b.Fatalf("the encoders differ: %v\nrelay %s\njson  %s", err, want, got)
 		}
@@ -47,7 +48,7 @@ func BenchmarkEncodeTextResult(b *testing.B) {
 			b.SetBytes(int64(len(want)))
 			b.ReportAllocs()
 			for b.Loop() {
-				buf, _ = r.appendText(buf[:0])
+				buf = fast.AppendJSON(buf[:0])
 			}
 		})
 		b.Run("size="+size.name+"/impl=encoding-json", func(b *testing.B) {

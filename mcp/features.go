@@ -12,38 +12,40 @@ import (
 
 // feature describes a method that serves what the server offers, in both eras.
 type feature struct {
-	index      int    // in featureList, and in Server.chains
+	method     string
 	capability string // the server capability that must be advertised
 	cacheable  bool   // complete 2026-07-28 results carry ttlMs and cacheScope
 	serve      func(s *Server, ctx context.Context, req *Request) (any, error)
+	index      int // in featureList, and in Server.chains
 }
 
-var featureList = []*feature{
-	{0, "tools", true, (*Server).listTools},
-	{1, "tools", false, (*Server).callTool},
-	{2, "prompts", true, (*Server).listPrompts},
-	{3, "prompts", false, (*Server).getPrompt},
-	{4, "resources", true, (*Server).listResources},
-	{5, "resources", true, (*Server).listTemplates},
-	{6, "resources", true, (*Server).readResource},
-	{7, "completions", false, (*Server).complete},
+var featureList = [...]feature{
+	{method: "tools/list", capability: "tools", cacheable: true, serve: (*Server).listTools},
+	{method: "tools/call", capability: "tools", serve: (*Server).callTool},
+	{method: "prompts/list", capability: "prompts", cacheable: true, serve: (*Server).listPrompts},
+	{method: "prompts/get", capability: "prompts", serve: (*Server).getPrompt},
+	{method: "resources/list", capability: "resources", cacheable: true, serve: (*Server).listResources},
+	{method: "resources/templates/list", capability: "resources", cacheable: true, serve: (*Server).listTemplates},
+	{method: "resources/read", capability: "resources", cacheable: true, serve: (*Server).readResource},
+	{method: "completion/complete", capability: "completions", serve: (*Server).complete},
 }
 
-var features = map[string]*feature{
-	"tools/list":               featureList[0],
-	"tools/call":               featureList[1],
-	"prompts/list":             featureList[2],
-	"prompts/get":              featureList[3],
-	"resources/list":           featureList[4],
-	"resources/templates/list": featureList[5],
-	"resources/read":           featureList[6],
-	"completion/complete":      featureList[7],
-}
+// features finds a feature by its method.
+var features = func() map[string]*feature {
+	m := make(map[string]*feature, len(featureList))
+	for i := range featureList {
+		f := &featureList[i]
+		f.index = i
+		m[f.method] = f
+	}
+	return m
+}()
 
 // middlewareChains wraps each feature method in the server's middleware, once.
 func (s *Server) middlewareChains() []MethodHandler {
 	chains := make([]MethodHandler, len(featureList))
-	for i, f := range featureList {
+	for i := range featureList {
+		f := &featureList[i]
 		inner := MethodHandler(func(ctx context.Context, req *Request) (any, error) { return f.serve(s, ctx, req) })
 		for i := len(s.opts.Middleware) - 1; i >= 0; i-- {
 			inner = s.opts.Middleware[i](inner)
@@ -111,10 +113,7 @@ func encodeResult(res any) (json.RawMessage, error) {
 	switch r := res.(type) {
 	case json.RawMessage:
 		return r, nil
-	case *CallToolResult:
-		if raw, ok := r.appendText(nil); ok {
-			return raw, nil
-		}
+	case *CallToolResult: // one that is not textOnly (those are a textResult)
 		return json.Marshal(r.wireForm()) // not through MarshalJSON: that costs encoding/json a second pass
 	case nil:
 		return json.RawMessage("{}"), nil
@@ -253,6 +252,3 @@ func readParams(params json.RawMessage) (out paramValues) {
 	jsonrpc.Fields(params, topParams[:], out[:])
 	return out
 }
-
-// readInteractive returns the members read when the request was routed.
-func readInteractive(req *Request) *paramValues { return &req.meta.params }

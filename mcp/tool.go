@@ -68,16 +68,6 @@ type callToolWire struct {
 	IsError           bool           `json:"isError,omitempty"`
 }
 
-// appendText encodes the common result — text items only, nothing else — without
-// encoding/json's reflection and its second pass over the output: a large echo spends most of
-// its time here otherwise. ok is false for any other result.
-func (r *CallToolResult) appendText(dst []byte) (out []byte, ok bool) {
-	if !r.textOnly() {
-		return nil, false
-	}
-	return r.appendTextMembers(append(dst, '{')), true
-}
-
 // textOnly reports whether the result holds text items and nothing else.
 func (r *CallToolResult) textOnly() bool {
 	if r.Meta != nil || r.StructuredContent != nil {
@@ -109,9 +99,10 @@ func (r *CallToolResult) appendTextMembers(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// textResult is a textOnly tools/call result that the runtime encodes straight into the
-// response frame (runtime.Appender): a 64 KiB echo was otherwise copied three times after it
-// was encoded, into the 2026-07-28 form, into the frame, and once on the way.
+// textResult is a textOnly tools/call result, the common one, that the runtime encodes
+// straight into the response frame (runtime.Appender): without encoding/json's reflection and
+// second pass over the output, and without the three copies a 64 KiB echo otherwise made
+// after encoding (into the 2026-07-28 form, into the frame, and once on the way).
 type textResult struct {
 	open []byte // "{", or the start of a 2026-07-28 result up to its first member
 	r    *CallToolResult
@@ -250,7 +241,7 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	p := readInteractive(req)
+	p := &req.meta.params // read when the request was routed
 	tl := lookupTool(s.reg.Load().tools, p[pName])
 	if tl == nil {
 		name, err := asString(p[pName], "name")
