@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"time"
 )
 
 // writeChart draws one panel per row of the stdio table (memory aside) with one bar per
@@ -20,17 +19,11 @@ func writeChart(w io.Writer, res results) {
 	fmt.Fprintf(w, `<text x="%d" y="22" font-size="14" font-weight="bold">Share of the machine's limit (longer is better)</text>`+"\n", left)
 	y := 50
 	for _, r := range panels {
-		limit, ok := res.median(fmt.Sprintf(r.bench, "limit"), r.unit)
-		if r.unit == "ns/op" { // the sleep batch: its limit is the ideal
-			limit, ok = float64(100*time.Millisecond), true
-		}
+		limit, ok := r.value(res, "limit")
 		fmt.Fprintf(w, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y, html.EscapeString(r.title))
 		y += 8
 		for _, s := range servers {
-			v, have := res.median(fmt.Sprintf(r.bench, s.key), r.unit)
-			if s.key == "limit" && r.unit == "ns/op" {
-				v, have = limit, true
-			}
+			v, have := r.value(res, s.key)
 			fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+barH-5, html.EscapeString(s.title))
 			if !have || !ok || v == 0 {
 				fmt.Fprintf(w, `<text x="%d" y="%d" fill="#666">not measured</text>`+"\n", left, y+barH-5)
@@ -44,7 +37,7 @@ func writeChart(w io.Writer, res results) {
 			length := max(1, int(float64(barW)*min(share, 1.1)))
 			fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", left, y, length, barH, colors[s.key])
 			label := fmt.Sprintf("%s (%.0f %%)", r.format(v), 100*share)
-			if s.key == "limit" && r.unit == "ns/op" {
+			if s.key == "limit" && r.ideal != 0 {
 				label = r.format(v) + " (the ideal)"
 			}
 			fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", left+length+6, y+barH-5, html.EscapeString(label))
