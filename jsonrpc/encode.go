@@ -88,14 +88,8 @@ func load8(s string, i int) uint64 {
 }
 
 // special8 flags (in the top bit of each byte) the bytes of x that AppendString cannot copy
-// as they are: quotes, backslashes, control bytes and non-ASCII.
-//
-// With non-ASCII flagged anyway, each test is one subtraction: for a byte below 0x80, b-n has
-// its top bit set exactly when b < n, and (b^c)-1 exactly when b == c. A borrow only comes
-// out of a flagged byte, so it may flag bytes above it but never the lowest.
-func special8(x uint64) uint64 {
-	return ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb) | x) & msb
-}
+// as they are: those notPlain flags, and non-ASCII ones (to check their UTF-8).
+func special8(x uint64) uint64 { return notPlain(x) | x&msb }
 
 // AppendString appends s as a JSON string: quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced by U+FFFD and U+2028 and U+2029 escaped (as encoding/json

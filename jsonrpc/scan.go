@@ -61,20 +61,22 @@ func skipLiteral(d []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
-// SWAR ("SIMD within a register") tests on 8 bytes at once: any byte below 0x20, equal to
-// '"' or to '\\'. They are exact for "any", which is all the scanner asks.
+// SWAR ("SIMD within a register"): tests on the 8 bytes of a word at once.
 const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080
 )
 
-func anyBelow(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) & ^x & msb }
-func anyEqual(x uint64, b byte) uint64 { return anyBelow(x^(lsb*uint64(b)), 1) }
+// notPlain flags (in the top bit of each byte) the quotes, backslashes and control bytes of
+// x. Each test is one subtraction: for a byte below 0x80, b-n has its top bit set exactly when
+// b < n, and (b^c)-1 exactly when b == c; non-ASCII bytes are masked out at the end. A borrow
+// only comes out of a flagged byte, so it may flag bytes above it but never the lowest: "any"
+// and "the first" are exact, which is all the scanner and AppendString ask.
+func notPlain(x uint64) uint64 {
+	return ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb)) &^ x & msb
+}
 
 // plain8 reports whether the 8 bytes at d[i:] hold no quote, backslash or control byte.
-//
-// As in special8, each test is one subtraction; non-ASCII bytes, which are plain here, are
-// masked out at the end, and a borrow only ever comes out of a flagged byte.
 func plain8(d []byte, i int) bool { return notPlain(binary.LittleEndian.Uint64(d[i:])) == 0 }
 
 // plain32 is plain8 for the 32 bytes at d[i:].
@@ -82,11 +84,6 @@ func plain32(d []byte, i int) bool {
 	d = d[i : i+32]
 	return notPlain(binary.LittleEndian.Uint64(d))|notPlain(binary.LittleEndian.Uint64(d[8:]))|
 		notPlain(binary.LittleEndian.Uint64(d[16:]))|notPlain(binary.LittleEndian.Uint64(d[24:])) == 0
-}
-
-// notPlain flags (in the top bit of each byte) the quotes, backslashes and control bytes of x.
-func notPlain(x uint64) uint64 {
-	return ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb)) &^ x & msb
 }
 
 // skipString validates the string starting at the quote d[i] and returns the index past its
