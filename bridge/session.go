@@ -183,18 +183,16 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 func (s *session) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	draining := make(chan struct{})
 	go func() { // ends with the request: cancel above runs when listen returns
 		select {
 		case <-rt.Draining():
-			close(draining)
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	res, err := s.forward(false, false)(ctx, rt)
 	select {
-	case <-draining:
+	case <-rt.Draining():
 		return mustJSON(map[string]any{"resultType": "complete",
 			"_meta": map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(rt.ID)}}), nil
 	default:
