@@ -22,10 +22,13 @@ import (
 	"go.uber.org/zap"
 )
 
+// DefaultMaxBytes is how much of a peer's frame an entry keeps unless told otherwise.
+const DefaultMaxBytes = 256
+
 // Options tunes a Limiter. The zero value (or nil) gives the defaults.
 type Options struct {
 	PerSecond int              // entries of one kind let through per second (default 10)
-	MaxBytes  int              // bytes of a peer's frame kept in an entry (default 256)
+	MaxBytes  int              // bytes of a peer's frame kept in an entry (default DefaultMaxBytes)
 	Now       func() time.Time // the clock (default time.Now)
 }
 
@@ -58,7 +61,7 @@ func New(log *zap.Logger, opts *Options) *Limiter {
 		o.PerSecond = 10
 	}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = 256
+		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -101,7 +104,7 @@ func (l *Limiter) Warn(msg string, frame []byte, fields ...zap.Field) {
 		l.log.Warn(msg, fields...)
 		return
 	}
-	kept := append([]byte(nil), cut(frame, l.maxBytes)...) // a logger may keep fields after Warn returns
+	kept := append([]byte(nil), Cut(frame, l.maxBytes)...) // a logger may keep fields after Warn returns
 	all := make([]zap.Field, 0, len(fields)+2)
 	all = append(append(all, fields...), zap.ByteString("frame", kept), zap.Int("frameLength", len(frame)))
 	l.log.Warn(msg, all...)
@@ -142,19 +145,35 @@ func (l *Limiter) summarize(windows []window) {
 	}
 }
 
-// cut returns at most the first max bytes of b, without splitting a UTF-8 sequence at the end.
-func cut(b []byte, max int) []byte {
-	if len(b) <= max {
-		return b
+// Cut returns at most the first max bytes of v, without splitting a UTF-8 sequence at the end:
+// for a value of the peer's logged beside a frame or instead of it (a method name, an id).
+func Cut[T ~string | ~[]byte](v T, max int) T {
+	if len(v) <= max {
+		return v
 	}
-	b = b[:max]
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				b = b[:i]
+	v = v[:max]
+	for i := len(v) - 1; i >= 0 && i >= len(v)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(v[i]) {
+			if len(v)-i < seqLen(v[i]) {
+				v = v[:i] // an incomplete sequence
 			}
 			break
 		}
 	}
-	return b
+	return v
+}
+
+// seqLen is the length of the UTF-8 sequence that a lead byte starts.
+func seqLen(lead byte) int {
+	switch {
+	case lead < 0xC0:
+		return 1 // ASCII, or not a lead byte: nothing to wait for
+	case lead < 0xE0:
+		return 2
+	case lead < 0xF0:
+		return 3
+	case lead < 0xF8:
+		return 4
+	}
+	return 1 // never a lead byte
 }

@@ -173,3 +173,27 @@ func TestNoFrameNoFrameFields(t *testing.T) {
 		t.Fatalf("fields %v; want only the caller's", got)
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc"},
+		{"abé", 3, "ab"},                            // é's second byte would be cut off
+		{"ab€x", 4, "ab"},                           // € is three bytes
+		{"ab€x", 5, "ab€"},                          // it fits
+		{"a😀", 4, "a"},                              // four bytes
+		{"\xff\xff\xff\xff\xff", 3, "\xff\xff\xff"}, // not UTF-8: cut as bytes
+		{"\x80\x80\x80\x80\x80", 4, "\x80\x80\x80\x80"},
+	} {
+		if got := ratelog.Cut(tc.in, tc.max); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q; want %q", tc.in, tc.max, got, tc.want)
+		}
+		if got := ratelog.Cut([]byte(tc.in), tc.max); string(got) != tc.want {
+			t.Errorf("Cut([]byte(%q), %d) = %q; want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
