@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/actors"
+	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
 )
 
@@ -68,6 +69,7 @@ type dispatcher struct {
 	s       *Server
 	p       *Profile
 	log     *zap.Logger
+	badPeer *ratelog.Limiter // see peerLog
 	session Session
 	base    context.Context
 
@@ -129,6 +131,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 		close(d.stopped) // before Close, so that a session's goroutines blocked on Peer.Notify return
 		if c, ok := d.session.(SessionCloser); ok {
 			c.Close()
+		}
+		if d.badPeer != nil {
+			d.badPeer.Flush()
 		}
 	}()
 	done := ctx.Done()
@@ -229,10 +234,20 @@ func (d *dispatcher) abandon() {
 }
 
 func (d *dispatcher) tooLarge(limit int) {
-	d.log.Warn("discarded a frame over the size limit", zap.Int("limit", limit))
+	d.peerLog().Warn("discarded a frame over the size limit", nil, zap.Int("limit", limit))
 	if d.p.FrameTooLarge != nil {
 		d.write(jsonrpc.AppendError(nil, d.unreadableID(), d.p.FrameTooLarge(limit)))
 	}
+}
+
+// peerLog logs what the peer's frames cause (malformed frames, refusals), at most 10 entries
+// of a kind a second however fast it writes; made at the first such entry, so a connection that
+// never needs it does not allocate it.
+func (d *dispatcher) peerLog() *ratelog.Limiter {
+	if d.badPeer == nil {
+		d.badPeer = ratelog.New(d.log, nil)
+	}
+	return d.badPeer
 }
 
 func (d *dispatcher) unreadableID() jsonrpc.ID {
@@ -292,8 +307,12 @@ func (d *dispatcher) message(f []byte, b *batch) {
 	if err != nil {
 		var de *jsonrpc.DecodeError
 		errors.As(err, &de)
-		if m.Kind == jsonrpc.KindNotification || m.Kind == jsonrpc.KindResponse {
-			d.log.Warn("dropped a malformed "+m.Kind.String()+"; it cannot be answered", zap.Error(err))
+		switch m.Kind {
+		case jsonrpc.KindNotification:
+			d.peerLog().Warn("dropped a malformed notification; it cannot be answered", f, zap.Error(err))
+			return
+		case jsonrpc.KindResponse:
+			d.peerLog().Warn("dropped a malformed response; it cannot be answered", f, zap.Error(err))
 			return
 		}
 		id := m.ID
@@ -307,21 +326,22 @@ func (d *dispatcher) message(f []byte, b *batch) {
 	case jsonrpc.KindResponse:
 		d.response(m)
 	case jsonrpc.KindNotification:
-		d.notification(m)
+		d.notification(m, f)
 	case jsonrpc.KindRequest:
 		d.request(m, b)
 	}
 }
 
-func (d *dispatcher) notification(m jsonrpc.Message) {
+// notification handles a notification from the peer; f is its frame.
+func (d *dispatcher) notification(m jsonrpc.Message, f []byte) {
 	if m.Params != nil && !jsonrpc.IsObject(m.Params) {
-		d.log.Warn("dropped a notification whose params are not an object", zap.String("method", m.Method))
+		d.peerLog().Warn("dropped a notification whose params are not an object", f)
 		return
 	}
 	if m.Method == d.p.CancelMethod && d.p.CancelMethod != "" {
 		id, ok := d.p.CancelTarget(m.Params)
 		if !ok {
-			d.log.Warn("dropped a malformed cancel notification")
+			d.peerLog().Warn("dropped a malformed cancel notification", f)
 			return
 		}
 		d.cancel(id)
@@ -353,7 +373,8 @@ func (d *dispatcher) cancel(id jsonrpc.ID) {
 func (d *dispatcher) response(m jsonrpc.Message) {
 	c, ok := d.pending[string(m.ID)]
 	if !ok {
-		d.log.Warn("dropped a response to no request of ours", zap.ByteString("id", m.ID))
+		d.peerLog().Warn("dropped a response to no request of ours", nil,
+			zap.ByteString("id", ratelog.Cut(m.ID, ratelog.DefaultMaxBytes)))
 		return
 	}
 	delete(d.pending, string(m.ID))
@@ -369,12 +390,14 @@ func (d *dispatcher) response(m jsonrpc.Message) {
 	c.reply <- callReply{result: m.Result}
 }
 
+// request handles a request from the peer; b is its batch, or nil.
 func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 	if d.stopReading {
 		return // arrived after a shutdown route: never started
 	}
 	if d.draining {
-		d.log.Warn("refused a request that arrived while shutting down", zap.String("method", m.Method))
+		d.peerLog().Warn("refused a request that arrived while shutting down", nil,
+			zap.String("method", ratelog.Cut(m.Method, ratelog.DefaultMaxBytes)))
 		if d.p.Abandoned != nil {
 			d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Abandoned))
 		}
@@ -424,7 +447,7 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		if b != nil {
 			b.pending--
 		}
-		d.log.Warn("refused a request: in-flight limit and queue are full",
+		d.peerLog().Warn("refused a request: in-flight limit and queue are full", nil,
 			zap.Int("inFlight", d.running), zap.Int("queued", len(d.queue)))
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	}
