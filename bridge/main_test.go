@@ -309,7 +309,7 @@ func waitChildren(t *testing.T, pid, n int, within time.Duration) []proc.Stat {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		kids := proc.Children(pid)
+		kids := proc.Supervised(pid)
 		if len(kids) == n {
 			return kids
 		}

@@ -189,7 +189,7 @@ func TestD_ChildKilledUnderLoadReplaysAnnotatedCalls(t *testing.T) {
 	// The killed child was replaced: three children again, one of them new.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		now := proc.Children(relay.pid())
+		now := proc.Supervised(relay.pid())
 		if len(now) == 3 && !slices.Contains(pids(now), victim.PID) {
 			t.Logf("children after the restart: %v", pids(now))
 			break

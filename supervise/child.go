@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,21 +67,22 @@ type ChildOptions struct {
 
 // Child is one running process. Its stdout frames arrive on Frames, its exit on Done.
 type Child struct {
-	name    string
-	cmd     *exec.Cmd
-	pid     int
-	log     *zap.Logger
-	wait    time.Duration
-	frames  chan []byte
-	qmu     sync.Mutex
-	queue   [][]byte // to the writer actor
-	backlog int      // bytes queued or being written, not yet taken by the pipe
-	maxLog  int
-	kick    chan struct{} // wakes the writer actor
-	stdin   io.WriteCloser
-	done    chan struct{}
-	exit    Exit
-	closed  chan struct{} // closed when stdin has been closed
+	name      string
+	proc      *process // the process started, the server's pid and how to reach its family
+	pid       int
+	log       *zap.Logger
+	wait      time.Duration
+	frames    chan []byte
+	qmu       sync.Mutex
+	queue     [][]byte // to the writer actor
+	backlog   int      // bytes queued or being written, not yet taken by the pipe
+	maxLog    int
+	kick      chan struct{} // wakes the writer actor
+	stdin     io.WriteCloser
+	done      chan struct{}
+	exit      Exit
+	closed    chan struct{} // closed when stdin has been closed
+	closeOnce sync.Once
 }
 
 // StartChild starts a process. The child runs until it exits or Stop is called; cancelling
@@ -98,63 +101,73 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	becomeSubreaper()
 	name := cmd.Name
 	if name == "" {
 		name = baseName(cmd.Path)
 	}
 	c := exec.Command(cmd.Path, cmd.Args...)
+	if c.Err != nil { // not found in PATH: fail now rather than in a guard
+		return nil, fmt.Errorf("supervise: cannot start %s: %w", name, c.Err)
+	}
 	c.Env, c.Dir = cmd.Env, cmd.Dir
 	if c.Env == nil {
 		c.Env = os.Environ()
 	}
-	// Descendants inherit the mark, which is how orphans re-parented here are told apart
-	// from children of the host program's own.
-	c.Env = append(slices.Clip(c.Env), markEnv+"="+strconv.Itoa(os.Getpid())) // never the caller's array
-	c.SysProcAttr = processAttrs()
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		return nil, err
+	// Descendants inherit the mark, which is how the ones that left the child's process
+	// group, or were re-parented, are told apart from the host program's own processes.
+	mark := markEnv + "=" + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(childSeq.Add(1), 10)
+	c.Env = append(slices.Clip(c.Env), mark) // never the caller's array
+	// The pipes are made here, not by exec, so that a guard can hand the child's ends
+	// straight to the child.
+	var pipes [3][2]*os.File // stdin, stdout, stderr: {read, write}
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(pipes[:i])
+			return nil, fmt.Errorf("supervise: cannot make the pipes for %s: %w", name, err)
+		}
+		pipes[i] = [2]*os.File{r, w}
 	}
-	stdout, err := c.StdoutPipe()
+	c.Stdin, c.Stdout, c.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	p, err := launch(c, mark)
+	pipes[0][0].Close() // the child's ends: it has its own copies now
+	pipes[1][1].Close()
+	pipes[2][1].Close()
 	if err != nil {
-		return nil, err
-	}
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(); err != nil {
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
 		return nil, fmt.Errorf("supervise: cannot start %s: %w", name, err)
 	}
-	live.add(c.Process.Pid)
+	stdin, stdout, stderr := pipes[0][1], pipes[1][0], pipes[2][0]
 	ch := &Child{
-		name: name, cmd: c, pid: c.Process.Pid, log: o.Logger.With(zap.String("child", name), zap.Int("pid", c.Process.Pid)),
+		name: name, proc: p, pid: p.pid, log: o.Logger.With(zap.String("child", name), zap.Int("pid", p.pid)),
 		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
 		done: make(chan struct{}), closed: make(chan struct{}), maxLog: o.MaxBacklog,
 	}
-	readDone := make(chan struct{})
 	errDone := make(chan struct{})
-	go ch.readStdout(stdout, o.MaxFrame, readDone)
+	go ch.readStdout(stdout, o.MaxFrame)
 	go ch.drainStderr(stderr, errDone)
 	go ch.writeStdin()
 	go func() { // the waiter: the child's exit is the last thing this actor reports
-		st, err := c.Process.Wait() // the process, not the pipes: a grandchild may hold them
-		live.remove(ch.pid)
-		ch.killGroup(syscall.SIGKILL) // whatever is left of its group dies with it
-		reapOrphans(ch.pid)           // and the orphans that left it (they may hold stdout)
-		<-readDone
+		exit := p.wait() // the process, not the pipes: a grandchild may hold them
+		p.fam.release()  // whatever is left of its family dies with it, and is reaped
 		<-errDone
-		stdout.Close()
-		stderr.Close()
-		if err == nil && !st.Success() {
-			err = &exec.ExitError{ProcessState: st}
-		}
-		ch.exit = exitOf(err)
+		ch.exit = exit
 		close(ch.done)
 	}()
 	return ch, nil
 }
+
+func closeAll(pipes [][2]*os.File) {
+	for _, p := range pipes {
+		p[0].Close()
+		p[1].Close()
+	}
+}
+
+// childSeq numbers the children of this process, for their marks.
+var childSeq atomic.Uint64
 
 // Name returns the child's name.
 func (c *Child) Name() string { return c.name }
@@ -163,6 +176,10 @@ func (c *Child) Name() string { return c.name }
 func (c *Child) PID() int { return c.pid }
 
 // Frames delivers the child's stdout, one line per frame; it is closed when stdout ends.
+// While the child runs, a frame nobody takes holds the next one back (and so the child, once
+// the pipe is full). Done does not wait for Frames to be read: once the child has been
+// reaped, frames still not taken after StopWait are dropped with a warning, so a Child whose
+// frames nobody reads still ends.
 func (c *Child) Frames() <-chan []byte { return c.frames }
 
 // Done is closed when the child has exited and been reaped; Exit then says how.
@@ -203,23 +220,19 @@ var (
 	ErrBacklog     = errors.New("supervise: the child is not reading its stdin, and its backlog is full")
 )
 
-// CloseStdin closes the child's stdin: the graceful end of a stdio server.
-func (c *Child) CloseStdin() {
-	select {
-	case <-c.closed:
-	default:
-		close(c.closed)
-	}
-}
+// CloseStdin closes the child's stdin: the graceful end of a stdio server. It is safe to
+// call more than once, from any goroutine.
+func (c *Child) CloseStdin() { c.closeOnce.Do(func() { close(c.closed) }) }
 
 // Stop ends the child as the MCP specification's stdio shutdown says: close stdin, wait;
-// SIGTERM to its process group, wait; SIGKILL to the group and to any descendant that left
-// it. It returns once the child is reaped, or when ctx ends (the child is killed first).
+// ask its process group to end (SIGTERM; CTRL_BREAK_EVENT on Windows), wait; then kill the
+// group and every descendant that can be found (SIGKILL; the job object on Windows). It
+// returns once the child is reaped, or when ctx ends (the child is killed first).
 func (c *Child) Stop(ctx context.Context) Exit {
 	c.CloseStdin()
 	steps := []func(){
-		func() { c.log.Info("stopping: sending SIGTERM"); c.killGroup(syscall.SIGTERM) },
-		func() { c.log.Warn("stopping: sending SIGKILL"); c.killGroup(syscall.SIGKILL); killDescendants(c.pid) },
+		func() { c.log.Info("stopping: asking the child to end (SIGTERM)"); c.proc.fam.terminate() },
+		func() { c.log.Warn("stopping: killing the child and its descendants (SIGKILL)"); c.proc.fam.kill() },
 	}
 	for _, next := range steps {
 		t := time.NewTimer(c.wait)
@@ -229,8 +242,7 @@ func (c *Child) Stop(ctx context.Context) Exit {
 			return c.exit
 		case <-ctx.Done():
 			t.Stop()
-			c.killGroup(syscall.SIGKILL)
-			killDescendants(c.pid)
+			c.proc.fam.kill()
 			<-c.done
 			return c.exit
 		case <-t.C:
@@ -241,10 +253,19 @@ func (c *Child) Stop(ctx context.Context) Exit {
 	return c.exit
 }
 
-func (c *Child) readStdout(r io.Reader, maxFrame int, done chan<- struct{}) {
-	defer close(done)
+// readStdout is the reader actor of the child's stdout. It ends at the end of stdout; once
+// the child has been reaped it waits at most StopWait for each frame to be taken, so that a
+// Child whose frames nobody reads cannot keep it running.
+func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
+	defer r.Close()
 	defer close(c.frames)
 	fr := stdio.NewReader(r, maxFrame)
+	dropped := 0
+	defer func() {
+		if dropped > 0 {
+			c.log.Warn("dropped frames of the child's stdout that nothing read after it exited", zap.Int("frames", dropped))
+		}
+	}()
 	for {
 		line, err := fr.Next()
 		var tl *stdio.TooLargeError
@@ -255,14 +276,31 @@ func (c *Child) readStdout(r io.Reader, maxFrame int, done chan<- struct{}) {
 		case err != nil:
 			return
 		}
-		c.frames <- append([]byte(nil), line...)
+		f := append([]byte(nil), line...)
+		select {
+		case c.frames <- f:
+			continue
+		case <-c.done:
+		}
+		if dropped > 0 { // nothing read the last one within StopWait: nothing reads
+			dropped++
+			continue
+		}
+		t := time.NewTimer(c.wait)
+		select {
+		case c.frames <- f:
+		case <-t.C:
+			dropped++
+		}
+		t.Stop()
 	}
 }
 
 // drainStderr logs the child's stderr line by line; it never stops reading, so a child that
 // writes a lot to stderr can never block on a full pipe.
-func (c *Child) drainStderr(r io.Reader, done chan<- struct{}) {
+func (c *Child) drainStderr(r io.ReadCloser, done chan<- struct{}) {
 	defer close(done)
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -319,10 +357,6 @@ func (c *Child) writeStdin() {
 	}
 }
 
-func (c *Child) killGroup(sig syscall.Signal) {
-	syscall.Kill(-c.pid, sig) // the whole group: the child was started as its leader
-}
-
 func exitOf(err error) Exit {
 	if err == nil {
 		return Exit{}
@@ -337,14 +371,8 @@ func exitOf(err error) Exit {
 	return Exit{Code: -1, Err: err}
 }
 
-func baseName(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[i+1:]
-		}
-	}
-	return path
-}
+func baseName(path string) string { return filepath.Base(path) }
 
-// markEnv marks every process this package starts, and so their descendants.
+// markEnv marks every process this package starts, and so their descendants, with the
+// supervisor's pid and the child's number: RELAY_SUPERVISED_BY=PID.N.
 const markEnv = "RELAY_SUPERVISED_BY"

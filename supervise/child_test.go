@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervise
 
 import (
@@ -24,8 +26,7 @@ func tcStart(t *testing.T, mode string, opts *ChildOptions) (c *Child, grandchil
 		select {
 		case <-c.Done():
 		default:
-			c.killGroup(syscall.SIGKILL)
-			killDescendants(c.pid)
+			c.proc.fam.kill()
 			<-c.Done()
 		}
 	})

@@ -1,3 +1,5 @@
+//go:build unix
+
 package supervise
 
 import (
@@ -16,10 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
-
-	"github.com/relayrt/relay/internal/proc"
 )
 
 // The tests run real processes: the test binary re-executes itself as the child, its
@@ -29,13 +27,11 @@ const (
 	tcLogEnv  = "SUPERVISE_TEST_LOG"   // a file the child appends what it did to
 )
 
-// TestMain turns the binary into a child when asked, before goleak or flags are involved;
-// otherwise it runs the tests and checks that none left a goroutine running.
-func TestMain(m *testing.M) {
+// runTestChildIfAsked turns the binary into a test child when tcModeEnv says so.
+func runTestChildIfAsked() {
 	if mode, ok := os.LookupEnv(tcModeEnv); ok {
 		os.Exit(runTestChild(mode))
 	}
-	goleak.VerifyTestMain(m)
 }
 
 // tcCommand returns the command that starts the test binary as a child with these options.
@@ -378,12 +374,20 @@ func (s *tcServer) call(id json.RawMessage, params json.RawMessage) {
 	}
 }
 
-// ---- processes, seen from /proc ----
+// ---- processes, seen from the process table (listProcs: /proc on Linux, sysctl on macOS) ----
 
-// tcStat returns the state and parent of pid; ok is false when it does not exist.
+// tcStat returns the state of pid ('Z' for a zombie, 'S' otherwise) and its parent; ok is
+// false when it does not exist.
 func tcStat(pid int) (state byte, ppid int, ok bool) {
-	st, ok := proc.Read(pid)
-	return st.State, st.PPID, ok
+	for _, p := range listProcs() {
+		if p.pid == pid {
+			if p.dead {
+				return 'Z', p.ppid, true
+			}
+			return 'S', p.ppid, true
+		}
+	}
+	return 0, 0, false
 }
 
 // tcState returns the state letter of pid, or 0 when it does not exist.
@@ -396,21 +400,25 @@ func tcState(pid int) byte {
 func tcChildren() map[int]byte {
 	me := os.Getpid()
 	out := map[int]byte{}
-	for _, st := range proc.All() {
-		if st.PPID == me {
-			out[st.PID] = st.State
+	for _, p := range listProcs() {
+		if p.ppid == me {
+			out[p.pid] = 'S'
+			if p.dead {
+				out[p.pid] = 'Z'
+			}
 		}
 	}
 	return out
 }
 
-// tcIsTestChild reports whether pid runs this binary as a child (not a grandchild).
+// tcIsTestChild reports whether pid runs this binary as a child (not a grandchild, nor a
+// guard).
 func tcIsTestChild(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
+	env := environ(pid)
+	if hasEnv(env, guardEnv+"=1") {
 		return false
 	}
-	for _, e := range strings.Split(string(b), "\x00") {
+	for _, e := range env {
 		if strings.HasPrefix(e, tcModeEnv+"=") {
 			return e != tcModeEnv+"=grandchild"
 		}
@@ -418,10 +426,11 @@ func tcIsTestChild(pid int) bool {
 	return false
 }
 
-// tcFindChild returns a live test child other than not, or 0.
+// tcFindChild returns a live test child (a descendant of this process, under its guard or
+// not) other than not, or 0.
 func tcFindChild(not int) int {
-	for pid, st := range tcChildren() {
-		if pid != not && st != 'Z' && tcIsTestChild(pid) {
+	for _, pid := range relatives(listProcs(), os.Getpid(), "") {
+		if pid != not && tcState(pid) == 'S' && tcIsTestChild(pid) {
 			return pid
 		}
 	}

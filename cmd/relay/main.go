@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+
+	"github.com/relayrt/relay/supervise"
 )
 
 const usage = `relay — Relay's command line
@@ -26,6 +28,8 @@ Run "relay COMMAND --help" for a command's flags.
 `
 
 func main() {
+	// relay guards the children it supervises: a copy of it runs as each child's guard.
+	supervise.GuardMain()
 	if path := os.Getenv("RELAY_CPUPROFILE"); path != "" { // for profiling Relay itself
 		if f, err := os.Create(path); err == nil {
 			pprof.StartCPUProfile(f)

@@ -221,7 +221,7 @@ func rtChildOf(t *testing.T, relay, not int) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, c := range proc.Children(relay) {
+		for _, c := range proc.Supervised(relay) {
 			if c.PID != not {
 				return c.PID
 			}
@@ -236,14 +236,14 @@ func rtChildOf(t *testing.T, relay, not int) int {
 // still runs, and that this process has no zombie.
 func rtNothingLeft(t *testing.T, relay int) {
 	t.Helper()
-	mark := "RELAY_SUPERVISED_BY=" + strconv.Itoa(relay)
+	mark := "RELAY_SUPERVISED_BY=" + strconv.Itoa(relay) + "." // then the child's number
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(b, []byte(mark+"\x00")) {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && (bytes.HasPrefix(b, []byte(mark)) || bytes.Contains(b, []byte("\x00"+mark))) {
 			t.Errorf("process %d started by relay %d is still running", p, relay)
 			killPid(p)
 		}

@@ -21,6 +21,7 @@ import (
 )
 
 func main() {
+	supervise.GuardMain() // first: this program may be started as one of its children's guards
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]

@@ -81,3 +81,30 @@ func Children(pid int) []Stat {
 	}
 	return out
 }
+
+// guardName is argv[0] of the guard that package supervise puts between a supervisor and
+// each child it starts.
+const guardName = "relay-guard"
+
+// Supervised returns the live processes a Relay supervisor with pid runs as its children:
+// its children, except that a guard stands for the child it guards.
+func Supervised(pid int) []Stat {
+	var out []Stat
+	for _, st := range Children(pid) {
+		if isGuard(st.PID) {
+			out = append(out, Children(st.PID)...)
+		} else {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func isGuard(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return argv0 == guardName
+}
