@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/stdio"
 )
@@ -73,7 +74,8 @@ type proxy struct {
 	sup  *Supervisor
 	opts ProxyOptions
 	log  *zap.Logger
-	host chan<- []byte // to the host's writer actor
+	bad  *ratelog.Limiter // the child's malformed frames: 10 entries a second, then a count
+	host chan<- []byte    // to the host's writer actor
 
 	child     *Child
 	childOut  <-chan []byte
@@ -153,10 +155,11 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	supCtx, stopSup := context.WithCancel(ctx)
 	go func() { supErr <- sup.Run(supCtx) }()
 
-	p := &proxy{sup: sup, opts: o, log: o.Logger, host: toHost, pend: map[string]*pending{},
+	p := &proxy{sup: sup, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
 		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
 		subscribed: map[string]bool{}}
 	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
+	p.bad.Flush()
 	stopSup()
 	for range sup.Events() { // let Run finish its last events
 	}
@@ -469,7 +472,7 @@ func (p *proxy) forget(childID string) {
 func (p *proxy) fromChild(f []byte) {
 	m, err := jsonrpc.Decode(f)
 	if err != nil && m.Kind != jsonrpc.KindResponse {
-		p.log.Warn("the child wrote a malformed frame; dropped", zap.Error(err))
+		p.bad.Warn("the child wrote a malformed frame; dropped", f, zap.Error(err))
 		return
 	}
 	switch m.Kind {
