@@ -11,7 +11,9 @@
 // compacted first, and nothing but frames is ever written.
 //
 // ServeStdio protects the protocol stream: it keeps a private duplicate of file descriptor 1
-// for frames and points descriptor 1 at stderr, so a stray fmt.Println in a handler (or in C
-// code) lands in the log instead of corrupting the stream. EOF on stdin, SIGTERM and SIGINT
-// each start a graceful drain.
+// for frames and points descriptor 1 at stderr (on Windows: a duplicate of the standard
+// output handle, and the handle and os.Stdout pointed at stderr), so a stray fmt.Println in a
+// handler (or, on Unix, in C code) lands in the log instead of corrupting the stream. EOF on
+// stdin, SIGTERM and SIGINT (on Windows: Ctrl-C, or closing the console) each start a
+// graceful drain.
 package stdio

@@ -3,7 +3,6 @@
 package stdio
 
 import (
-	"fmt"
 	"os"
 	"syscall"
 )
@@ -12,23 +11,24 @@ import (
 // descriptor 1 (and so os.Stdout, fmt.Println and C code) at stderr, so that nothing but
 // frames can reach the peer. restore undoes it. ServeStdio does this itself; programs that
 // write protocol frames some other way (a proxy, say) call it directly.
+//
+// On Windows the private copy is a duplicate of the standard output handle, and the standard
+// output handle and os.Stdout are pointed at stderr.
 func ProtectStdout() (proto *os.File, restore func(), err error) {
-	syscall.ForkLock.Lock()
-	fd, err := syscall.Dup(1)
-	if err == nil {
+	var fd int
+	return protect(func() (*os.File, error) {
+		syscall.ForkLock.Lock()
+		defer syscall.ForkLock.Unlock()
+		var err error
+		if fd, err = syscall.Dup(1); err != nil {
+			return nil, err
+		}
 		syscall.CloseOnExec(fd)
-	}
-	syscall.ForkLock.Unlock()
-	if err != nil {
-		return nil, nil, fmt.Errorf("stdio: cannot duplicate stdout to protect it: %w", err)
-	}
-	if err := dup2(2, 1); err != nil {
-		syscall.Close(fd)
-		return nil, nil, fmt.Errorf("stdio: cannot point stdout at stderr: %w", err)
-	}
-	proto = os.NewFile(uintptr(fd), "protocol-stdout")
-	return proto, func() {
-		_ = dup2(fd, 1)
-		proto.Close()
-	}, nil
+		return os.NewFile(uintptr(fd), "protocol-stdout"), nil
+	}, func() (func(), error) {
+		if err := dup2(2, 1); err != nil {
+			return nil, err
+		}
+		return func() { _ = dup2(fd, 1) }, nil
+	})
 }

@@ -116,11 +116,14 @@ func waitEnd(ctx context.Context, in chan<- runtime.Inbound) error {
 }
 
 // ServeStdio serves srv on the process's stdin and stdout until stdin ends or the process
-// receives SIGTERM or SIGINT, then drains and returns. While it runs, file descriptor 1 (and
-// so os.Stdout) points at stderr and protocol frames go to a private duplicate of the
-// original stdout, so nothing but frames can reach the peer.
+// receives SIGTERM or SIGINT, then drains and returns. On Windows, Go delivers Ctrl-C and
+// Ctrl-Break as SIGINT, and closing the console, logoff and shutdown as SIGTERM (after which
+// Windows ends the process within a few seconds). While it runs, stdout (file descriptor 1,
+// or the standard output handle on Windows, and os.Stdout) points at stderr and protocol
+// frames go to a private duplicate of the original stdout, so nothing but frames can reach
+// the peer (see ProtectStdout).
 func ServeStdio(ctx context.Context, srv *runtime.Server, opts ...Option) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	proto, restore, err := ProtectStdout()
 	if err != nil {
@@ -132,7 +135,11 @@ func ServeStdio(ctx context.Context, srv *runtime.Server, opts ...Option) error 
 }
 
 // Stdin returns the process's stdin, made interruptible when it is a pipe or a socket:
-// closing it then ends a blocked read, so a reader actor can be stopped.
+// closing it then ends a blocked read, so a reader actor can be stopped. On Unix a pipe or a
+// socket is switched to non-blocking mode so that Go's poller owns it. On Windows it is
+// os.Stdin itself, already interruptible when it is a pipe: closing an *os.File that holds a
+// pipe handle cancels the read blocked on it (CancelIoEx, since Go 1.26). A terminal, a
+// console or a regular file is left as it is, and a read blocked on it ends only with input.
 func Stdin() *os.File { return pollableStdin() }
 
 // ServeListener serves srv on every connection accepted from ln, each with its own
@@ -161,22 +168,4 @@ func ServeListener(ctx context.Context, srv *runtime.Server, ln net.Listener, op
 			}
 		}()
 	}
-}
-
-// pollableStdin returns stdin as a file whose reads can be interrupted by Close: a pipe or a
-// socket is switched to non-blocking mode so that Go's poller owns it. A terminal or a
-// regular file is left as it is.
-func pollableStdin() *os.File {
-	var st syscall.Stat_t
-	if err := syscall.Fstat(0, &st); err != nil {
-		return os.Stdin
-	}
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFIFO, syscall.S_IFSOCK:
-		if err := syscall.SetNonblock(0, true); err != nil {
-			return os.Stdin // stays blocking: a read then ends only with input
-		}
-		return os.NewFile(0, "/dev/stdin")
-	}
-	return os.Stdin
 }
