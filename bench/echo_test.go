@@ -246,5 +246,5 @@ func benchEcho(b *testing.B, cmd []string, msg string, inFlight int) {
 	b.ReportMetric(res.PerSecond(), "req/s")
 	b.ReportMetric(float64(res.Percentile(50))/float64(time.Microsecond), "p50-µs")
 	b.ReportMetric(float64(res.Percentile(99))/float64(time.Microsecond), "p99-µs")
-	b.ReportMetric(float64(res.PeakRSSKiB), "peak-RSS-KiB")
+	b.ReportMetric(float64(s.PeakRSSKiB()), "peak-RSS-KiB") // after Stop, which every OS that tells it has told
 }

@@ -15,7 +15,8 @@
 // falls back to initialize with protocol version 2025-11-25, followed by
 // notifications/initialized.
 //
-// The package uses the standard library only.
+// The package uses the standard library only, and golang.org/x/sys/windows
+// on Windows for the job object that measures the child's memory.
 package load
 
 import (
@@ -27,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -116,9 +116,15 @@ type Result struct {
 	// Latencies holds the time from sending each request to receiving its
 	// answer, sorted in ascending order.
 	Latencies []time.Duration
-	// PeakRSSKiB is the child's peak resident set size in KiB (VmHWM in
-	// /proc/<pid>/status), read at the end of the drive while the child was
-	// still running; zero where /proc is not available.
+	// PeakRSSKiB is the child's peak resident set size in KiB. Drive reads
+	// it at the end of the drive, while the child still runs, where the OS
+	// tells it then: on Linux (VmHWM in /proc/<pid>/status) and on Windows
+	// (PeakProcessMemoryUsed of a job object the child is put in at start:
+	// its peak commit, Windows' nearest measure). macOS and the BSDs tell it
+	// only once the child has exited (ru_maxrss of its rusage), so there
+	// Drive leaves it zero; Run fills it in after stopping the child on
+	// every OS, as Session.PeakRSSKiB does after Stop. Zero where the OS
+	// does not tell it.
 	PeakRSSKiB int64
 }
 
@@ -163,7 +169,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	res, err := s.Drive(ctx, cfg.Requests, cfg.Duration)
-	return res, errors.Join(err, s.Stop())
+	err = errors.Join(err, s.Stop())
+	res.PeakRSSKiB = s.PeakRSSKiB()
+	return res, err
 }
 
 // A Session is a running server that has completed the handshake. Its
@@ -189,7 +197,8 @@ type Session struct {
 	nextID  int64
 	scratch []byte
 	stopped bool
-	peakRSS int64
+	peak    peakMeter
+	peakRSS int64 // the peak read by Stop
 }
 
 // message is what the reader passes on: the answer to one of our requests,
@@ -254,6 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("load: start %s: %w", cfg.Command[0], err)
 	}
 	s.cmd, s.stdin = cmd, stdin
+	s.peak = newPeakMeter(cmd.Process)
 	s.w = bufio.NewWriterSize(stdin, writeBufferSize)
 	go s.read(stdout)
 
@@ -282,13 +292,15 @@ func (s *Session) Protocol() string { return s.protocol }
 // PID returns the child's process id.
 func (s *Session) PID() int { return s.cmd.Process.Pid }
 
-// PeakRSSKiB returns the child's peak resident set size in KiB so far, or,
-// once the session is stopped, as read just before stopping it.
+// PeakRSSKiB returns the child's peak resident set size in KiB: so far
+// while the child runs (zero where the OS tells it only after exit, see
+// Result.PeakRSSKiB), and once the session is stopped, the larger of what
+// was read just before stopping it and what its exit tells.
 func (s *Session) PeakRSSKiB() int64 {
 	if s.stopped {
 		return s.peakRSS
 	}
-	return peakRSSKiB(s.cmd.Process.Pid)
+	return s.peak.live()
 }
 
 // handshake probes server/discover and falls back to initialize.
@@ -438,7 +450,7 @@ func (s *Session) Drive(ctx context.Context, requests int, d time.Duration) (Res
 			res.Elapsed = last.Sub(start)
 		}
 		slices.Sort(res.Latencies)
-		res.PeakRSSKiB = peakRSSKiB(s.cmd.Process.Pid)
+		res.PeakRSSKiB = s.peak.live()
 		return res, err
 	}
 	more := func() bool {
@@ -567,7 +579,8 @@ func (s *Session) Stop() error {
 		return nil
 	}
 	s.stopped = true
-	s.peakRSS = peakRSSKiB(s.cmd.Process.Pid)
+	s.peakRSS = s.peak.live()
+	defer s.peak.close()
 	_ = s.w.Flush()
 	_ = s.stdin.Close()
 
@@ -586,6 +599,9 @@ func (s *Session) Stop() error {
 		_ = s.cmd.Process.Kill()
 		<-waited
 		err = fmt.Errorf("load: %s did not exit within %v of its stdin closing; killed", s.cfg.Command[0], stopGrace)
+	}
+	if ps := s.cmd.ProcessState; ps != nil {
+		s.peakRSS = max(s.peakRSS, s.peak.exited(ps))
 	}
 	close(s.quit)
 	<-s.readerDone
@@ -696,28 +712,6 @@ func unquote(v []byte) (string, error) {
 	var str string
 	err := json.Unmarshal(v, &str)
 	return str, err
-}
-
-// peakRSSKiB reads VmHWM from /proc/<pid>/status; it returns zero when the
-// file or the line is missing.
-func peakRSSKiB(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		rest, ok := strings.CutPrefix(line, "VmHWM:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return 0
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		return n
-	}
-	return 0
 }
 
 // tailBuffer is an io.Writer that keeps the last stderrTail bytes written

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -208,9 +209,22 @@ func checkResult(t *testing.T, res Result, requests, errs int) {
 	if res.Requests > 0 && (res.Elapsed <= 0 || res.PerSecond() <= 0 || res.Percentile(50) <= 0) {
 		t.Errorf("Elapsed %v, PerSecond %v, p50 %v: want them positive", res.Elapsed, res.PerSecond(), res.Percentile(50))
 	}
-	if _, err := os.Stat("/proc/self/status"); err == nil && res.PeakRSSKiB <= 0 {
+	if peakKnown(false) && res.PeakRSSKiB <= 0 {
 		t.Errorf("PeakRSSKiB = %d, want > 0", res.PeakRSSKiB)
 	}
+}
+
+// peakKnown reports whether this OS tells a child's peak resident set size while it runs
+// (Linux, Windows), or, when exited is true, by the time it has been waited for (the BSDs and
+// macOS too); see Result.PeakRSSKiB.
+func peakKnown(exited bool) bool {
+	switch goruntime.GOOS {
+	case "linux", "windows":
+		return true
+	case "darwin", "ios", "freebsd", "netbsd", "openbsd", "dragonfly":
+		return exited
+	}
+	return false
 }
 
 func TestRun(t *testing.T) {
@@ -234,6 +248,9 @@ func TestRun(t *testing.T) {
 				t.Errorf("Protocol = %q, want %q", res.Protocol, tt.protocol)
 			}
 			checkResult(t, res, 500, 0)
+			if peakKnown(true) && res.PeakRSSKiB <= 0 {
+				t.Errorf("Run's PeakRSSKiB = %d, want > 0", res.PeakRSSKiB)
+			}
 		})
 	}
 }
@@ -311,6 +328,9 @@ func TestSessionDriveTwiceAndCall(t *testing.T) {
 			}
 			if err := s.Stop(); err != nil {
 				t.Errorf("Stop: %v", err)
+			}
+			if peakKnown(true) && s.PeakRSSKiB() <= 0 {
+				t.Errorf("PeakRSSKiB after Stop = %d, want > 0", s.PeakRSSKiB())
 			}
 			if err := s.Stop(); err != nil {
 				t.Errorf("second Stop: %v", err)
@@ -422,5 +442,58 @@ func TestDriveCancelledWhileWriting(t *testing.T) {
 	// The server neither reads nor exits: Stop has to kill it.
 	if err := s.Stop(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("Stop = %v, want a killed error", err)
+	}
+}
+
+// fakePeak is a peakMeter that says what it is told to.
+type fakePeak struct {
+	whileRunning, atExit int64
+	sawExit, closed      bool
+}
+
+func (f *fakePeak) live() int64 { return f.whileRunning }
+func (f *fakePeak) exited(ps *os.ProcessState) int64 {
+	f.sawExit = ps != nil && ps.Exited()
+	return f.atExit
+}
+func (f *fakePeak) close() { f.closed = true }
+
+// TestStopReadsThePeakBeforeAndAfterExit checks that Stop reads the peak both while the child
+// still runs and once it has exited and keeps the larger, since each OS tells it at one of the
+// two moments, and that Drive reports what can be read while the child runs.
+func TestStopReadsThePeakBeforeAndAfterExit(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		whileRunning, atExit int64
+	}{
+		{"told only while running (Linux)", 5000, 0},
+		{"told only after exit (macOS, BSD)", 0, 7000},
+		{"told at both moments (Windows)", 5000, 7000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Start(t.Context(), fakeConfig(t, "legacy", "echo", `{"text":"x"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.peak.close()
+			meter := &fakePeak{whileRunning: tt.whileRunning, atExit: tt.atExit}
+			s.peak = meter
+			res, err := s.Drive(t.Context(), 3, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PeakRSSKiB != tt.whileRunning || s.PeakRSSKiB() != tt.whileRunning {
+				t.Errorf("while running: Result.PeakRSSKiB %d, PeakRSSKiB() %d; want %d", res.PeakRSSKiB, s.PeakRSSKiB(), tt.whileRunning)
+			}
+			if err := s.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if want := max(tt.whileRunning, tt.atExit); s.PeakRSSKiB() != want {
+				t.Errorf("after Stop: PeakRSSKiB() = %d, want %d", s.PeakRSSKiB(), want)
+			}
+			if !meter.sawExit || !meter.closed {
+				t.Errorf("the meter saw the exit: %v, was closed: %v; want both", meter.sawExit, meter.closed)
+			}
+		})
 	}
 }

@@ -95,7 +95,7 @@ func runBench(args []string) int {
 			cmd  []string
 		}{"b", strings.Fields(*vs)})
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	out := os.Stdout
@@ -165,15 +165,15 @@ func benchRound(ctx context.Context, cmd []string, tool string, args json.RawMes
 	if err != nil {
 		return benchRow{}, err
 	}
-	defer s.Stop()
 	res, err := s.Drive(ctx, 0, d)
+	s.Stop()
 	if err != nil {
 		return benchRow{}, err
 	}
 	us := func(p float64) float64 { return float64(res.Percentile(p)) / float64(time.Microsecond) }
 	return benchRow{InFlight: inflight, Protocol: res.Protocol, Requests: res.Requests, Errors: res.Errors,
 		PerSecond: res.PerSecond(), P50us: us(50), P90us: us(90), P99us: us(99), MaxUs: us(100),
-		PeakRSSKiB: res.PeakRSSKiB}, nil
+		PeakRSSKiB: s.PeakRSSKiB()}, nil // after Stop: macOS and the BSDs tell it only once the server has exited
 }
 
 func printRow(w io.Writer, r benchRow, asJSON bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,12 @@ func TestBench(t *testing.T) {
 		}
 		if r.Requests == 0 || r.Errors != 0 || r.PerSecond <= 0 || r.Protocol != "2026-07-28" || r.P50us <= 0 {
 			t.Errorf("round %+v", r)
+		}
+		switch goruntime.GOOS { // the OSes that tell a child's peak memory (bench/load's Result.PeakRSSKiB)
+		case "linux", "windows", "darwin", "freebsd", "netbsd", "openbsd", "dragonfly":
+			if r.PeakRSSKiB <= 0 {
+				t.Errorf("round %+v: no peak RSS", r)
+			}
 		}
 	}
 	svg := filepath.Join(t.TempDir(), "bench.svg")
