@@ -219,14 +219,19 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// stop sends SIGTERM, and SIGKILL if the server has not exited 5 s later.
+// stop sends SIGTERM, and SIGKILL if the server has not exited 5 s later; where SIGTERM
+// cannot be sent (Windows) it kills the server at once.
 // Exiting with status 0 or by the SIGTERM is success.
 func (p *httpProcess) stop() error {
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.exited:
 		default:
-			p.cmd.Process.Signal(syscall.SIGTERM)
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				p.cmd.Process.Kill() // Windows cannot send SIGTERM: killing is the only stop there
+				<-p.exited
+				return
+			}
 			select {
 			case <-p.exited:
 			case <-time.After(5 * time.Second):
