@@ -1,4 +1,8 @@
+//go:build linux
+
 package bridge_test
+
+// Linux only: the test waits for the bridge's children through /proc (children_linux_test.go).
 
 // An initialize-generation client, on plain net/http, through `relay bridge` to a child that
 // speaks only the initialize generation.

@@ -1,4 +1,8 @@
+//go:build unix
+
 package bridge_test
+
+// Unix only: startRelay's cleanup stops relay bridge with SIGTERM, which Windows cannot send.
 
 import (
 	"bufio"

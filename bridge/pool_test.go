@@ -1,4 +1,8 @@
+//go:build linux
+
 package bridge_test
+
+// Linux only: the tests read the children's /proc/<pid>/io and kill them with SIGKILL.
 
 // `relay bridge --pool 3 -- examples/echo`: routing over the pool (A3: any child may serve
 // any 2026-07-28 request), a child's crash under load (D: restart it, retry what is safe to
