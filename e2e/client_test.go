@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -384,27 +383,12 @@ func (c *client) cleanup() {
 	for _, b := range c.bad {
 		c.t.Errorf("stdout carried something other than a JSON-RPC message a server may send (DIGEST A12): %s", b)
 	}
-	if ps := c.cmd.ProcessState; ps != nil && raceEnabled && ps.Sys().(syscall.WaitStatus).ExitStatus() == 66 {
+	if ps := c.cmd.ProcessState; ps != nil && raceEnabled && ps.ExitCode() == 66 {
 		c.t.Errorf("the server exited with the race detector's status 66")
 	}
 	if c.t.Failed() {
 		c.t.Logf("server stderr:\n%s", c.stderr)
 	}
-}
-
-// vmHWM returns the server's peak resident set size, from /proc/<pid>/status.
-func (c *client) vmHWM() (kib int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			_, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), "%d kB", &kib)
-			return kib, err
-		}
-	}
-	return 0, errors.New("no VmHWM line in /proc/<pid>/status")
 }
 
 type syncBuffer struct {

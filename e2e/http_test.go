@@ -1,4 +1,8 @@
+//go:build unix
+
 package e2e
+
+// Unix only: the test stops the server with SIGTERM, which Windows cannot send.
 
 import (
 	"bufio"

@@ -1,8 +1,16 @@
+//go:build linux
+
 package e2e
+
+// Linux only: the server's peak memory is read, while it runs, from /proc/<pid>/status.
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -62,4 +70,19 @@ func TestHugeLineIsRefusedInBoundedMemory(t *testing.T) {
 	if string(msgs[2].ID) != `"after"` {
 		t.Errorf("the refusal did not come before the later call's answer: %v", msgs)
 	}
+}
+
+// vmHWM returns the server's peak resident set size, from /proc/<pid>/status.
+func (c *client) vmHWM() (kib int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			_, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), "%d kB", &kib)
+			return kib, err
+		}
+	}
+	return 0, errors.New("no VmHWM line in /proc/<pid>/status")
 }
