@@ -1,4 +1,9 @@
+//go:build unix
+
 package deploy
+
+// Unix only: nginx and the echo instances behind it are stopped with signals (SIGQUIT,
+// SIGTERM), and nginx on Windows is stopped with nginx -s instead.
 
 import (
 	"bufio"

@@ -36,7 +36,11 @@ func TestConformance_OfficialSuiteOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		server.Process.Signal(syscall.SIGTERM)
+		if err := server.Process.Signal(syscall.SIGTERM); err != nil { // Windows cannot send it: kill
+			server.Process.Kill()
+			server.Wait()
+			return
+		}
 		if err := server.Wait(); err != nil {
 			t.Errorf("the server did not shut down cleanly on SIGTERM: %v", err)
 		}

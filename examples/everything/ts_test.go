@@ -67,7 +67,11 @@ func TestInterop_TypeScriptSDKClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		server.Process.Signal(syscall.SIGTERM)
+		if err := server.Process.Signal(syscall.SIGTERM); err != nil { // Windows cannot send it: kill
+			server.Process.Kill()
+			server.Wait()
+			return
+		}
 		if err := server.Wait(); err != nil {
 			t.Errorf("the HTTP server did not shut down cleanly: %v", err)
 		}
