@@ -51,7 +51,7 @@ func runBridge(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, Spec: spec, Proxy: proxyOpts, Logger: log})
 	if err != nil {

@@ -126,7 +126,7 @@ func runSupervise(args []string) int {
 		return 1
 	}
 	defer restore()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := supervise.Proxy(ctx, supervise.New(spec), stdio.Stdin(), proto, &proxyOpts); err != nil {
 		log.Error("relay supervise is exiting", zap.Error(err))

@@ -70,7 +70,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	if *addr != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
 		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance})
 		defer h.Close()

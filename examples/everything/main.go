@@ -92,7 +92,7 @@ func main() {
 
 // serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
 func serveHTTP(s *mcp.Server, addr, instance string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: instance})
 	defer h.Close()

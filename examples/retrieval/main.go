@@ -34,7 +34,7 @@ func main() {
 	s := newServer(engine.NewDefault())
 	var err error
 	if *addr != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
 		ops := httpx.NewOps(nil)
 		h := httpx.NewRCPHandler(s, &httpx.RCPOptions{Sessions: *sessions, Ops: ops})

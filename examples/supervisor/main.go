@@ -30,7 +30,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: supervisor -- CMD [ARGS...]")
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	sup := supervise.New(supervise.Spec{
