@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,6 +57,7 @@ type RCPHandler struct {
 	sessionHost
 	limits
 	streaming bool
+	compacts  atomic.Uint64 // numbers the stand-in ids of compact envelopes
 }
 
 // NewRCPHandler returns a handler for s. Call Close to end its sessions.
@@ -212,7 +215,8 @@ func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // prepare checks a body against the URL and returns the frame to dispatch: a batch (posted
 // to the base), a request or notification whose method matches the URL, or a compact
-// {method, params} envelope made into a request (answered with id null).
+// {method, params} envelope made into a request. A compact envelope has no id, so every
+// answer to it, a refusal here or whatever the dispatcher says, carries id null (RCP/1 §5.3).
 func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, compact bool, status int, refusal *jsonrpc.Error) {
 	if jsonrpc.IsBatch(body) {
 		if urlMethod != "" {
@@ -227,20 +231,22 @@ func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id js
 		return nil, jsonrpc.Null, false, http.StatusBadRequest, jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: the body is not valid JSON")
 	}
 	if jsonrpc.Field(body, "jsonrpc") == nil && jsonrpc.Field(body, "id") == nil && jsonrpc.Field(body, "method") != nil {
-		// The compact envelope (R §5.3): answered as a request whose response carries id null.
-		params := jsonrpc.Field(body, "params")
-		if params == nil {
-			params = json.RawMessage("{}")
+		frame, id, status, refusal = h.prepareOne(h.compactRequest(body), urlMethod)
+		if refusal != nil {
+			id = jsonrpc.Null
 		}
-		var m string
-		json.Unmarshal(jsonrpc.Field(body, "method"), &m)
-		frame = jsonrpc.AppendRequest(nil, compactID, m, params)
-		body, compact = frame, true
+		return frame, id, true, status, refusal
 	}
+	frame, id, status, refusal = h.prepareOne(body, urlMethod)
+	return frame, id, false, status, refusal
+}
+
+// prepareOne checks a body that is one message, not a batch.
+func (h *RCPHandler) prepareOne(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, status int, refusal *jsonrpc.Error) {
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
 		if msg.Kind == jsonrpc.KindNotification {
-			return body, nil, compact, 0, nil // never answered: the dispatcher logs it
+			return body, nil, 0, nil // never answered: the dispatcher logs it
 		}
 		var de *jsonrpc.DecodeError
 		errors.As(err, &de)
@@ -248,17 +254,32 @@ func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id js
 		if id == nil {
 			id = jsonrpc.Null
 		}
-		return nil, id, false, http.StatusOK, de.AsError() // a JSON-RPC answer: 200
+		return nil, id, http.StatusOK, de.AsError() // a JSON-RPC answer: 200
 	}
 	if msg.Kind == jsonrpc.KindRequest && msg.Method != urlMethod {
-		return nil, msg.ID, false, http.StatusOK, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		return nil, msg.ID, http.StatusOK, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			fmt.Sprintf("Invalid request: the URL names %q but the body's method is %q", urlMethod, msg.Method))
 	}
-	return body, msg.ID, compact, 0, nil
+	return body, msg.ID, 0, nil
 }
 
-// compactID stands in for the missing id of a compact envelope while it is dispatched.
-var compactID = jsonrpc.ID(`"relay-compact-envelope"`)
+// compactRequest makes a compact envelope into a request: its method as it is (so that one
+// that is not a string is refused as any request's would be), its params ({} when absent),
+// and an id that stands in for the missing one while it is dispatched. The id is new for
+// every envelope, so that two in flight in one session are two requests.
+func (h *RCPHandler) compactRequest(body []byte) []byte {
+	params := jsonrpc.Field(body, "params")
+	if params == nil {
+		params = json.RawMessage("{}")
+	}
+	frame := append([]byte(nil), `{"jsonrpc":"2.0","id":"relay-compact-`...)
+	frame = strconv.AppendUint(frame, h.compacts.Add(1), 10)
+	frame = append(frame, `","method":`...)
+	frame = append(frame, jsonrpc.Field(body, "method")...)
+	frame = append(frame, `,"params":`...)
+	frame = append(frame, params...)
+	return append(frame, '}')
+}
 
 // serve dispatches one frame (in the session's dispatcher, or a dispatcher of its own) and
 // writes what comes back: 204 when nothing is owed (notifications), the answer as JSON, or
@@ -347,7 +368,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 			observationOf(r).answered(o.Frame)
 			answer := h.capAnswer(o.Frame, true)
 			if compact {
-				answer = []byte(strings.Replace(string(answer), string(compactID), "null", 1))
+				answer = jsonrpc.SetMember(answer, "id", jsonrpc.Null)
 			}
 			if initialize && sess != nil {
 				if jsonrpc.Field(answer, "error") == nil {
