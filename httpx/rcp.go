@@ -193,6 +193,7 @@ func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sess *legacySession
+	opened := false // by this initialize
 	if h.opts.Sessions {
 		if token := r.Header.Get("RCP-Session"); token != "" {
 			if sess = h.sessions.get(token); sess == nil || sess.principal != principalID(r) {
@@ -208,9 +209,10 @@ func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 				h.refuse(w, http.StatusServiceUnavailable, rcp.CodeBackendUnavailable, "Backend unavailable: every session is busy; retry later")
 				return
 			}
+			opened = true
 		}
 	}
-	h.serve(w, r, sess, frame, id, compact, method == "initialize")
+	h.serve(w, r, sess, frame, id, compact, opened)
 }
 
 // prepare checks a body against the URL and returns the frame to dispatch: a batch (posted
@@ -283,8 +285,9 @@ func (h *RCPHandler) compactRequest(body []byte) []byte {
 
 // serve dispatches one frame (in the session's dispatcher, or a dispatcher of its own) and
 // writes what comes back: 204 when nothing is owed (notifications), the answer as JSON, or
-// progress as SSE when the client asks for it and the server advertises streaming.
-func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacySession, frame []byte, id jsonrpc.ID, compact, initialize bool) {
+// progress as SSE when the client asks for it and the server advertises streaming. When
+// opened, sess was opened for this initialize: a result carries its token, an error closes it.
+func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacySession, frame []byte, id jsonrpc.ID, compact, opened bool) {
 	owed := id != nil || batchOwesAnswer(frame)
 	var frames <-chan runtime.Outbound
 	var cancel func()
@@ -370,7 +373,7 @@ func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacyS
 			if compact {
 				answer = jsonrpc.SetMember(answer, "id", jsonrpc.Null)
 			}
-			if initialize && sess != nil {
+			if opened {
 				if jsonrpc.Field(answer, "error") == nil {
 					answer = withSessionToken(answer, sess.id)
 				} else {

@@ -220,3 +220,18 @@ func TestRCP_CompactEnvelopesInFlightTogetherInASession(t *testing.T) {
 		checkCompactAnswer(t, b, 0)
 	}
 }
+
+// TestRCP_ASecondInitializeLeavesTheSessionOpen: in session mode, an initialize sent in a
+// session that is already initialized is -32600 (RCP/1 §13), and the session goes on.
+func TestRCP_ASecondInitializeLeavesTheSessionOpen(t *testing.T) {
+	url := rcpServe(t, rcpServer(nil), httpx.RCPOptions{Sessions: true})
+	header := map[string]string{"RCP-Session": sessionToken(t, url)}
+	_, b := rcpPost(t, url, "/rcp/initialize", `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"client":{"name":"t"}}}`, header)
+	if code := jsonrpc.Field(jsonrpc.Field(b, "error"), "code"); string(code) != "-32600" {
+		t.Fatalf("a second initialize: %s; want -32600", b)
+	}
+	status, b := rcpPost(t, url, "/rcp/ping", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, header)
+	if status != http.StatusOK || jsonrpc.Field(b, "result") == nil {
+		t.Fatalf("after it, a ping in the session: HTTP %d %s; want 200 with a result", status, b)
+	}
+}
