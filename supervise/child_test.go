@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -253,4 +254,69 @@ func TestChildStartFails(t *testing.T) {
 		t.Fatal("StartChild of a missing program succeeded")
 	}
 	tcNoProcessesLeft(t)
+}
+
+// A Child whose frames nobody reads still ends: a Supervisor over a child that prints 1,000
+// lines, whose owner only reads events, stops when asked. (Done used to wait for every
+// frame to be taken, and the stdout reader waited for a reader that never came.)
+func TestChildEndsWhenNobodyReadsItsFrames(t *testing.T) {
+	sup := New(Spec{Command: tcCommand(t, "echo,lines=1000", ""), Restart: Never,
+		Child: ChildOptions{StopWait: 200 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- sup.Run(ctx) }()
+	started := make(chan *Child, 1)
+	go func() { // the owner reads events only
+		for e := range sup.Events() {
+			if e.Kind == EventStarted {
+				started <- e.Child
+				cancel() // stop it: close stdin (it exits at EOF), with 1,000 frames unread
+			}
+		}
+	}()
+	var child *Child
+	select {
+	case child = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no child started")
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return: the child never ended")
+	}
+	if child == nil {
+		t.Fatal("no child started")
+	}
+	t.Logf("the child ended: %v", child.Exit()) // at EOF, or by SIGTERM when blocked on its stdout
+	for range child.Frames() { // closed: the reader ended too
+	}
+	tcNoProcessesLeft(t)
+}
+
+// CloseStdin may be called from several goroutines at once (Stop, and the stdin writer
+// when a write fails): it closes once. (It checked, then closed, so two callers could both
+// close.)
+func TestChildCloseStdinConcurrently(t *testing.T) {
+	for range 2000 {
+		c := &Child{closed: make(chan struct{})}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			wg.Go(func() {
+				<-start
+				c.CloseStdin()
+			})
+		}
+		close(start)
+		wg.Wait()
+		select {
+		case <-c.closed:
+		default:
+			t.Fatal("CloseStdin did not close")
+		}
+	}
 }

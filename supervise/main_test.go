@@ -32,12 +32,15 @@ func runTestChildIfAsked() {
 	if mode, ok := os.LookupEnv(tcModeEnv); ok {
 		os.Exit(runTestChild(mode))
 	}
+	if dir, ok := os.LookupEnv(tcSupervisorEnv); ok {
+		os.Exit(runTestSupervisor(dir))
+	}
 }
 
 // tcCommand returns the command that starts the test binary as a child with these options.
 func tcCommand(t testing.TB, mode, logPath string) Command {
 	exe, err := os.Executable()
-	if err != nil {
+	if err != nil && t != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), tcModeEnv+"="+mode, tcGorace())
@@ -68,6 +71,7 @@ func tcGorace() string {
 //	spawn=devnull   start a grandchild that calls setsid and stays alive, its stdio /dev/null
 //	spawn=inherit   the same, but the grandchild inherits stdout and stderr
 //	spawn=zombie    start a short-lived grandchild (in its group) and never wait for it: a zombie
+//	lines=N         write N notifications after the hello
 //	grandchild      (the grandchild itself) sleep
 //
 // At startup it writes a notification {"method":"hello","params":{"pid":P,"grandchild":G}}.
@@ -91,7 +95,7 @@ type tcServer struct {
 func runTestChild(mode string) int {
 	s := &tcServer{sleeps: map[string]context.CancelFunc{}, logPath: os.Getenv(tcLogEnv), level: "info"}
 	var ignoreEOF bool
-	grandchild := 0
+	grandchild, lines := 0, 0
 	for _, opt := range strings.Split(mode, ",") {
 		key, val, _ := strings.Cut(opt, "=")
 		switch key {
@@ -113,10 +117,15 @@ func runTestChild(mode string) int {
 			s.noisyLine = true
 		case "spawn":
 			grandchild = tcSpawn(val)
+		case "lines":
+			lines, _ = strconv.Atoi(val)
 		}
 	}
 	s.log("start %d", os.Getpid())
 	s.notify("hello", map[string]any{"pid": os.Getpid(), "grandchild": grandchild})
+	for i := range lines {
+		s.notify("line", map[string]any{"n": i})
+	}
 	r := bufio.NewReaderSize(os.Stdin, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
