@@ -292,7 +292,8 @@ func TestChildEndsWhenNobodyReadsItsFrames(t *testing.T) {
 		t.Fatal("no child started")
 	}
 	t.Logf("the child ended: %v", child.Exit()) // at EOF, or by SIGTERM when blocked on its stdout
-	for range child.Frames() {                  // closed: the reader ended too
+	// Frames is closed: the reader ended too.
+	for range child.Frames() {
 	}
 	tcNoProcessesLeft(t)
 }
