@@ -2,6 +2,8 @@ module github.com/relayrt/relay
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/google/jsonschema-go v0.4.3
