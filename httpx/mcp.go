@@ -1,12 +1,14 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
@@ -384,11 +386,11 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 	mismatch := func(what string) *jsonrpc.Error {
 		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Header mismatch: " + what}
 	}
-	if pv := r.Header.Get("MCP-Protocol-Version"); pv != version {
-		return mismatch(fmt.Sprintf("MCP-Protocol-Version is %q but _meta says %q", pv, version))
+	if pv, ok := oneValue(r.Header, "MCP-Protocol-Version"); !ok || pv != version {
+		return mismatch(fmt.Sprintf("MCP-Protocol-Version is %q but _meta says %q", r.Header.Values("MCP-Protocol-Version"), version))
 	}
-	if m := r.Header.Get("Mcp-Method"); m != msg.Method {
-		return mismatch(fmt.Sprintf("Mcp-Method is %q but the body's method is %q", m, msg.Method))
+	if m, ok := oneValue(r.Header, "Mcp-Method"); !ok || m != msg.Method {
+		return mismatch(fmt.Sprintf("Mcp-Method is %q but the body's method is %q", r.Header.Values("Mcp-Method"), msg.Method))
 	}
 	var nameField string
 	switch msg.Method {
@@ -401,8 +403,9 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 	}
 	var want string
 	json.Unmarshal(jsonrpc.Field(msg.Params, nameField), &want)
-	got, ok := decodeHeaderValue(r.Header.Get("Mcp-Name"))
-	if !ok || got != want {
+	name, once := oneValue(r.Header, "Mcp-Name")
+	got, ok := decodeHeaderValue(name)
+	if !once || !ok || got != want {
 		return mismatch(fmt.Sprintf("Mcp-Name must equal params.%s", nameField))
 	}
 	if msg.Method != "tools/call" {
@@ -431,6 +434,16 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 	return nil
 }
 
+// oneValue returns the value of a header sent exactly once: a header sent twice is refused,
+// since an intermediary might route on the copy this server does not read.
+func oneValue(h http.Header, name string) (string, bool) {
+	v := h.Values(name)
+	if len(v) != 1 {
+		return "", false
+	}
+	return v[0], true
+}
+
 // headerMatches compares a mirrored header with the argument's JSON value: strings after
 // decoding the base64 form, integers numerically, booleans as true or false.
 func headerMatches(typ, header string, value json.RawMessage) bool {
@@ -443,23 +456,43 @@ func headerMatches(typ, header string, value json.RawMessage) bool {
 		var s string
 		return json.Unmarshal(value, &s) == nil && s == decoded
 	case "integer":
-		var want, got float64
-		if json.Unmarshal(value, &want) != nil {
-			return false
-		}
-		got, err := strconv.ParseFloat(decoded, 64)
-		return err == nil && got == want
+		return sameNumber(decoded, value)
 	case "boolean":
 		return decoded == string(value)
 	}
 	return false
 }
 
-// decodeHeaderValue undoes the =?base64?…?= form of mirrored header values.
+// sameNumber compares a mirrored number with the argument exactly: 42 equals 42.0, but
+// 9007199254740993 does not equal 9007199254740992 as it would in float64. Both must be
+// decimal JSON numbers (not "+42", "0x2Ap0" or "Inf") of at most 64 bytes with an exponent
+// of at most three digits: no integer a header mirrors (within ±(2^53−1)) needs more, and a
+// huge one would cost time.
+func sameNumber(header string, value []byte) bool {
+	a, okA := decimalNumber([]byte(header))
+	b, okB := decimalNumber(value)
+	return okA && okB && a.Cmp(b) == 0
+}
+
+// decimalNumber reads a decimal JSON number within the bounds sameNumber states.
+func decimalNumber(s []byte) (*big.Rat, bool) {
+	if len(s) == 0 || len(s) > 64 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) ||
+		bytes.ContainsAny(s, " \t\r\n") || !json.Valid(s) { // a JSON value that starts so is a number
+		return nil, false
+	}
+	if i := bytes.IndexAny(s, "eE"); i >= 0 && len(bytes.TrimLeft(s[i+1:], "+-")) > 3 {
+		return nil, false
+	}
+	return new(big.Rat).SetString(string(s))
+}
+
+// decodeHeaderValue undoes the =?base64?…?= form of mirrored header values. A value that is
+// not in that form must be plain: visible ASCII and inner spaces only (MCP 2026-07-28,
+// Transports › Streamable HTTP: anything else is sent base64).
 func decodeHeaderValue(v string) (string, bool) {
 	inner, ok := strings.CutPrefix(v, "=?base64?")
 	if !ok {
-		return v, v != ""
+		return v, plainHeaderValue(v)
 	}
 	inner, ok = strings.CutSuffix(inner, "?=")
 	if !ok {
@@ -467,6 +500,21 @@ func decodeHeaderValue(v string) (string, bool) {
 	}
 	b, err := base64.StdEncoding.DecodeString(inner)
 	return string(b), err == nil
+}
+
+// plainHeaderValue reports whether v may be sent as it is: no control or non-ASCII byte, and
+// no space at either end. The empty string is plain: an empty argument is mirrored as an
+// empty header.
+func plainHeaderValue(v string) bool {
+	if v != "" && (v[0] == ' ' || v[len(v)-1] == ' ') {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < ' ' || v[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // stream writes a request's frames to the client: one JSON object if the final answer comes
