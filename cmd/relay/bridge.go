@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -69,8 +70,14 @@ func runBridge(args []string) int {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/", ops.Handler())
-	fmt.Fprintf(os.Stderr, "relay bridge: serving MCP on http://%s/mcp with %d children\n", *listen, *pool)
-	if err := httpx.ListenAndServe(ctx, *listen, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 1
+	}
+	// Said once the port is open, so that whoever waits for this line can connect at once.
+	fmt.Fprintf(os.Stderr, "relay bridge: serving MCP on http://%s/mcp with %d children\n", ln.Addr(), *pool)
+	if err := httpx.Serve(ctx, ln, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
 		log.Error("relay bridge is exiting", zap.Error(err))
 		return 1
 	}
