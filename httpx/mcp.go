@@ -2,12 +2,10 @@ package httpx
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"slices"
@@ -22,7 +20,8 @@ import (
 	"github.com/relayrt/relay/runtime"
 )
 
-// MCPOptions configures an MCPHandler. The zero value is ready to use.
+// MCPOptions configures an MCPHandler. The zero value is ready to use; every limit has the
+// default it names, and a zero or negative value means that default.
 type MCPOptions struct {
 	// Path is the MCP endpoint (default "/mcp").
 	Path string
@@ -74,11 +73,8 @@ const wellKnownResource = "/.well-known/oauth-protected-resource"
 // MCPHandler serves an MCP server over Streamable HTTP, both generations, on one endpoint.
 type MCPHandler struct {
 	headers func(tool string) []mcp.HeaderParam
-	rt      *runtime.Server
-	opts    MCPOptions
-	log     *zap.Logger
-	sessionHost
-	limits
+	path    string
+	door
 }
 
 // NewMCPHandler returns a handler for s. Call Close to end its sessions and its janitor.
@@ -92,38 +88,34 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	if headers == nil {
 		headers = func(string) []mcp.HeaderParam { return nil }
 	}
-	h := &MCPHandler{headers: headers}
+	var o MCPOptions
 	if opts != nil {
-		h.opts = *opts
+		o = *opts
 	}
-	o := &h.opts
 	if o.Path == "" {
 		o.Path = "/mcp"
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 1000
-	}
-	if o.SessionIdle <= 0 {
-		o.SessionIdle = 10 * time.Minute
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 15 * time.Second
 	}
-	h.log = o.Logger
-	if h.log == nil {
-		h.log = runtime.DefaultLogger()
-	}
-	h.rt = runtime.NewServer(p, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
-	h.limits = newLimits(o.MaxInFlight, o.MaxResponse)
-	h.start(o.MaxSessions, o.SessionIdle)
+	h := &MCPHandler{headers: headers, path: o.Path}
+	h.init(h, "mcp", doorOptions{
+		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
+		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
+		maxBody:     o.MaxBody,
+		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
+		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
+		keepAlive: o.KeepAlive, instance: o.Instance, ops: o.Ops,
+		sessionHeader: "Mcp-Session-Id",
+		methods:       "POST, DELETE, OPTIONS",
+		headers:       "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID",
+	}, p, o.Logger, o.Runtime)
 	return h
 }
 
-// Close ends every session (their dispatchers drain) and stops the janitor. Streams still
-// open are told the server is going away through their requests' Draining channel.
+// Close ends every session and waits for each to drain, those evicted, expired or deleted
+// before included, and stops the janitor. Streams still open are told the server is going
+// away through their requests' Draining channel.
 func (h *MCPHandler) Close() error {
 	h.close()
 	return nil
@@ -132,117 +124,68 @@ func (h *MCPHandler) Close() error {
 // Sessions reports how many initialize-generation sessions are open.
 func (h *MCPHandler) Sessions() int { return h.sessions.len() }
 
-func (h *MCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	ob := h.opts.Ops.begin("mcp")
-	w := &statusWriter{ResponseWriter: rw}
-	defer func() {
-		ob.end(w.status)
-		h.opts.Ops.sessionCount("mcp", h.sessions.len())
-	}()
-	h.serveHTTP(w, r.WithContext(context.WithValue(r.Context(), observationKey{}, ob)))
+// ServeHTTP serves one HTTP request through the entry path every protocol shares (door).
+func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.door.ServeHTTP(w, r) }
+
+func (h *MCPHandler) route(path string) (string, bool) { return "", path == h.path }
+
+// refusal: an id-less JSON-RPC error (MCP 2026-07-28, Transports › Streamable HTTP), -32600
+// but for a busy or rate-limited server, which is -32000 and retryable.
+func (h *MCPHandler) refusal(why refusal, message string) (jsonrpc.ID, *jsonrpc.Error) {
+	switch why {
+	case refusedBusy, refusedRate, refusedClientSessions:
+		return nil, &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: message, Data: map[string]any{"retryable": true}}
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, message)
 }
 
-type observationKey struct{}
-
-func observationOf(r *http.Request) *observation {
-	ob, _ := r.Context().Value(observationKey{}).(*observation)
-	return ob
+func (h *MCPHandler) sse(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
-func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == wellKnownResource && h.opts.ProtectedResource != nil {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(h.opts.ProtectedResource)
-		return
-	}
-	if r.URL.Path != h.opts.Path {
-		http.NotFound(w, r)
-		return
-	}
-	if !hostAllowed(r.Host, h.opts.AllowedHosts) {
-		h.refuse(w, http.StatusForbidden, "Forbidden: this server answers only to a loopback Host (DNS rebinding protection)")
-		return
-	}
-	origin := r.Header.Get("Origin")
-	if !originAllowed(origin, h.opts.AllowedOrigins) {
-		h.refuse(w, http.StatusForbidden, "Forbidden: Origin "+origin+" is not allowed")
-		return
-	}
-	if h.opts.Instance != "" {
-		w.Header().Set("Relay-Instance", h.opts.Instance)
-	}
-	if origin != "" {
-		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Relay-Instance")
-		w.Header().Add("Vary", "Origin")
-	}
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodOptions:
-		w.Header().Set("Access-Control-Allow-Methods", "POST, DELETE, OPTIONS")
-		w.Header().Set("Access-Control-Allow-Headers",
-			"Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID")
-		w.Header().Set("Access-Control-Max-Age", "600")
-		w.WriteHeader(http.StatusNoContent)
-		return
-	case http.MethodGet:
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			h.standalone(w, r, sid)
-			return
+func (h *MCPHandler) cancel(id jsonrpc.ID) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the HTTP stream closed"}}`, id)
+}
+
+func (h *MCPHandler) evicted(id jsonrpc.ID) []byte {
+	return jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: mcp.CodeServerBusy,
+		Message: "Session evicted: the server's session table is full and this session had waited longest on its client; initialize again",
+		Data:    map[string]any{"retryable": true}})
+}
+
+// other serves a session's GET stream and DELETE.
+func (h *MCPHandler) other(w http.ResponseWriter, r *http.Request) bool {
+	sid := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case r.Method == http.MethodGet && sid != "":
+		h.standalone(w, r, sid)
+		return true
+	case r.Method == http.MethodGet:
+		w.Header().Set("Allow", h.o.methods)
+		h.refuse(w, refusedMethod, "Method not allowed: there is no GET stream without a session (2026-07-28 has none at all)")
+		return true
+	case r.Method == http.MethodDelete && sid != "":
+		if r = h.authenticate(w, r); r == nil {
+			return true
 		}
-		w.Header().Set("Allow", "POST, DELETE, OPTIONS")
-		h.refuse(w, http.StatusMethodNotAllowed, "Method not allowed: there is no GET stream without a session (2026-07-28 has none at all)")
-		return
-	case http.MethodDelete:
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-			if r = h.authenticate(w, r); r == nil {
-				return
-			}
-			if h.session(r, sid) == nil {
-				h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
-				return
-			}
-			if s := h.sessions.remove(sid); s != nil {
-				s.close()
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-			h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
-			return
+		if h.sessions.lookup(r, sid) == nil {
+			h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+			return true
 		}
-		fallthrough
-	default:
-		w.Header().Set("Allow", "POST, DELETE, OPTIONS")
-		h.refuse(w, http.StatusMethodNotAllowed, "Method not allowed: send JSON-RPC messages with POST")
-		return
-	}
-	if r = h.authenticate(w, r); r == nil {
-		return
-	}
-	if !h.enter() {
-		w.Header().Set("Retry-After", "1")
-		writeJSONError(w, http.StatusServiceUnavailable, nil, &jsonrpc.Error{Code: mcp.CodeServerBusy,
-			Message: "Server busy: at its limit of requests in flight; retry shortly", Data: map[string]any{"retryable": true}})
-		return
-	}
-	defer h.leave()
-	if wait, ok := h.opts.Ops.allow(r); !ok {
-		w.Header().Set("Retry-After", retryAfterSeconds(wait))
-		writeJSONError(w, http.StatusTooManyRequests, nil, &jsonrpc.Error{Code: mcp.CodeServerBusy,
-			Message: "Rate limited: too many requests from this client; retry after " + retryAfterSeconds(wait) + " s"})
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.refuse(w, http.StatusRequestEntityTooLarge,
-				fmt.Sprintf("Payload too large: the body exceeds %d bytes; send a smaller message", h.opts.MaxBody))
-			return
+		if s := h.sessions.remove(sid); s != nil {
+			s.close()
+			w.WriteHeader(http.StatusNoContent)
+			return true
 		}
-		h.refuse(w, http.StatusBadRequest, "Bad request: the body could not be read")
-		return
+		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+		return true
 	}
+	return false
+}
+
+// post serves one POSTed message: 2026-07-28 in a dispatcher of its own, or a message of a
+// session, or the initialize that opens one.
+func (h *MCPHandler) post(w http.ResponseWriter, r *http.Request, _ string, body []byte) {
 	if jsonrpc.IsBatch(body) {
 		e := jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: batches are not allowed; POST one message per request")
 		if !jsonrpc.Valid(body) {
@@ -268,7 +211,7 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// MCP-Protocol-Version beside modern _meta is a mismatch the modern path reports.
 		h.modern(w, r, body, msg)
 	case sid != "":
-		s := h.session(r, sid)
+		s := h.sessions.lookup(r, sid)
 		if s == nil {
 			writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 				"Invalid request: the session has ended or never existed; initialize again without Mcp-Session-Id"))
@@ -279,6 +222,8 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 				"Invalid request: unsupported MCP-Protocol-Version "+pv))
 			return
 		}
+		s.active.Add(1)
+		defer s.active.Add(-1)
 		h.legacy(w, r, s, body, msg)
 	case msg.Method == "initialize" && !modernMeta:
 		h.initialize(w, r, body, msg)
@@ -286,63 +231,6 @@ func (h *MCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: no session; send initialize first, or send a 2026-07-28 request with its _meta and MCP-Protocol-Version"))
 	}
-}
-
-// authenticate runs the Authenticator; it returns the request with the principal in its
-// context, or nil after refusing it.
-func (h *MCPHandler) authenticate(w http.ResponseWriter, r *http.Request) *http.Request {
-	if h.opts.Authenticator == nil {
-		return r
-	}
-	p, err := h.opts.Authenticator(r)
-	if err != nil {
-		challenge := `Bearer error="invalid_token", error_description="` + strings.ReplaceAll(err.Error(), `"`, "'") + `"`
-		if h.opts.ProtectedResource != nil {
-			challenge += `, resource_metadata="` + resourceMetadataURL(r) + `"`
-		}
-		w.Header().Set("WWW-Authenticate", challenge)
-		h.refuse(w, http.StatusUnauthorized, "Unauthorized: "+err.Error())
-		return nil
-	}
-	return r.WithContext(withPrincipal(r.Context(), p))
-}
-
-// principalID names who a request is from, for binding sessions to their owner.
-func principalID(r *http.Request) string {
-	if p := runtime.PrincipalFrom(r.Context()); p != nil {
-		return p.ID
-	}
-	return ""
-}
-
-// session returns the session a request names, if it exists and belongs to the request's
-// principal: a session id alone never lets one user act as another.
-func (h *MCPHandler) session(r *http.Request, sid string) *legacySession {
-	s := h.sessions.get(sid)
-	if s == nil || s.principal != principalID(r) {
-		return nil
-	}
-	return s
-}
-
-func resourceMetadataURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + wellKnownResource
-}
-
-// refuse answers before dispatch with an id-less JSON-RPC error body.
-func (h *MCPHandler) refuse(w http.ResponseWriter, status int, message string) {
-	h.log.Info("refused an HTTP request", zap.Int("status", status), zap.String("reason", message))
-	writeJSONError(w, status, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, message))
-}
-
-func writeJSONError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(jsonrpc.AppendError(nil, id, e))
 }
 
 // modern serves one 2026-07-28 message in a dispatcher of its own.
@@ -360,18 +248,10 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 		writeJSONError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
-	in := make(chan runtime.Inbound, 2) // the request, and perhaps its cancel: sends never block
-	out := make(chan runtime.Outbound, 16)
-	go h.rt.ServeOutbound(requestContext(h.base, r), in, out) // ends when in closes and it drains
-	in <- runtime.Inbound{Frame: body}
-	if _, finished := h.stream(w, r, out); !finished {
-		// The client closed the stream: that is cancellation (DIGEST A8).
-		cancel := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the HTTP stream closed"}}`, msg.ID)
-		in <- runtime.Inbound{Frame: []byte(cancel)}
-	}
-	close(in)
-	for range out {
-	}
+	// The client closing the stream is cancellation (DIGEST A8): gone sends the cancel.
+	frames, gone, end := h.alone(r, body, msg.ID)
+	defer end()
+	h.respond(w, r, reply{frames: frames, gone: gone})
 }
 
 // checkMirroredHeaders validates the headers that mirror the body (DIGEST A13): 400 and
@@ -517,67 +397,9 @@ func plainHeaderValue(v string) bool {
 	return true
 }
 
-// stream writes a request's frames to the client: one JSON object if the final answer comes
-// first, or an SSE stream from the first frame before it (when the client accepts SSE). It
-// returns the request's final frame, and whether the request finished; false means the client
-// went away first.
-func (h *MCPHandler) stream(w http.ResponseWriter, r *http.Request, frames <-chan runtime.Outbound) (final []byte, finished bool) {
-	sseOK := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	var sse *sseWriter
-	var keepAlive <-chan time.Time
-	for {
-		select {
-		case <-r.Context().Done():
-			observationOf(r).cancelled()
-			return nil, false
-		case <-keepAlive:
-			if sse.comment("keep-alive") != nil {
-				return nil, false
-			}
-		case o, ok := <-frames:
-			if !ok {
-				return nil, true
-			}
-			if o.Frame = h.capAnswer(o.Frame, o.Final); o.Frame == nil {
-				continue // a notification over the response limit
-			}
-			if !o.Final {
-				if !sseOK {
-					continue // a JSON-only client cannot receive notifications
-				}
-				if sse == nil {
-					sse = startSSE(w)
-					h.opts.Ops.stream("mcp", 1)
-					defer h.opts.Ops.stream("mcp", -1)
-					t := time.NewTicker(h.opts.KeepAlive)
-					defer t.Stop()
-					keepAlive = t.C
-				}
-				if sse.event(o.Frame) != nil {
-					return nil, false
-				}
-				continue
-			}
-			observationOf(r).answered(o.Frame)
-			if sse != nil {
-				sse.event(o.Frame)
-				return o.Frame, true
-			}
-			w.Header().Set("Content-Type", "application/json")
-			status, retry := statusOf(o.Frame)
-			if retry {
-				w.Header().Set("Retry-After", "1")
-			}
-			w.WriteHeader(status)
-			w.Write(o.Frame)
-			return o.Frame, true
-		}
-	}
-}
-
-// statusOf maps an answer to its HTTP status (DIGEST A13 and §F3: the unlisted JSON-RPC
+// status maps an answer to its HTTP status (DIGEST A13 and §F3: the unlisted JSON-RPC
 // errors are 400, an internal error 500, a busy server 503).
-func statusOf(frame []byte) (status int, retry bool) {
+func (h *MCPHandler) status(frame []byte) (status int, retry bool) {
 	raw := jsonrpc.Field(frame, "error")
 	if raw == nil {
 		return http.StatusOK, false
@@ -597,49 +419,47 @@ func statusOf(frame []byte) (status int, retry bool) {
 	return http.StatusOK, false
 }
 
-// standalone serves a legacy session's GET stream: the notifications that belong to no
-// request (list changes, updates of subscribed resources), until the client goes away or the
-// session ends.
+// standalone serves a session's GET stream: the notifications that belong to no request
+// (list changes, updates of subscribed resources), until the client goes away or the session
+// ends.
 func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid string) {
 	if r = h.authenticate(w, r); r == nil {
 		return
 	}
-	s := h.session(r, sid)
+	s := h.sessions.lookup(r, sid)
 	if s == nil {
-		h.refuse(w, http.StatusNotFound, "Not found: no such session; initialize again")
+		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
 		return
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-		h.refuse(w, http.StatusNotAcceptable, "Not acceptable: the GET stream is text/event-stream")
+		h.refuse(w, refusedAccept, "Not acceptable: the GET stream is text/event-stream")
 		return
 	}
-	frames, ok := s.listen()
+	wt, ok := s.listen()
 	if !ok {
-		h.refuse(w, http.StatusNotFound, "Not found: the session has ended; initialize again")
+		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
 		return
 	}
+	defer wt.leave()
 	// An open GET stream does not make a session busy: otherwise clients holding streams
 	// could keep every session from eviction and lock new ones out.
 	sse := startSSE(w)
-	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	keepAlive := time.NewTicker(h.o.keepAlive)
 	defer keepAlive.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
-			s.unlisten(frames)
 			return
 		case <-keepAlive.C:
 			if sse.comment("keep-alive") != nil {
-				s.unlisten(frames)
 				return
 			}
-		case o, ok := <-frames:
+		case o, ok := <-wt.out:
 			if !ok {
 				return
 			}
 			s.touch()
 			if sse.event(o.Frame) != nil {
-				s.unlisten(frames)
 				return
 			}
 		}
@@ -652,14 +472,13 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 		writeJSONError(w, http.StatusBadRequest, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: initialize is a request"))
 		return
 	}
-	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt, h.opts.Instance)
-	s.principal = principalID(r)
-	if !h.sessions.add(s) {
-		s.close()
+	s, why, ok := h.sessions.open(r, h.rt, h, h.o.instance)
+	if !ok {
 		w.Header().Set("Retry-After", "5")
-		h.refuse(w, http.StatusServiceUnavailable, "Service unavailable: every session is busy; retry later")
+		h.refuse(w, why, sessionRefusal(why))
 		return
 	}
+	defer s.active.Add(-1)
 	w.Header().Set("Mcp-Session-Id", s.id)
 	if ok := h.legacy(w, r, s, body, msg); !ok {
 		h.sessions.remove(s.id)
@@ -668,37 +487,33 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // legacy serves one message of a session. It reports whether a request succeeded.
-func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *legacySession, body []byte, msg jsonrpc.Message) bool {
-	s.active.Add(1)
-	defer s.active.Add(-1)
+func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, body []byte, msg jsonrpc.Message) bool {
 	defer s.touch()
 	s.touch()
-	var id []byte
-	if msg.Kind == jsonrpc.KindRequest {
-		id = msg.ID
+	var key, answers string
+	switch msg.Kind {
+	case jsonrpc.KindRequest:
+		key = string(msg.ID)
+	case jsonrpc.KindResponse:
+		answers = string(msg.ID)
 	}
-	frames, ok := s.post(body, id)
+	wt, ok := s.post(body, key, answers)
 	if !ok {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: the session has ended; initialize again"))
 		return false
 	}
-	if id == nil {
+	if key == "" {
 		if msg.Method == "notifications/cancelled" { // its POST will get nothing more: end it
 			if target := jsonrpc.Field(msg.Params, "requestId"); jsonrpc.IsRequestID(target) {
-				s.drop(target)
+				s.drop(string(target))
 			}
 		}
 		w.WriteHeader(http.StatusAccepted) // a notification, or the client's answer to our request
 		return true
 	}
-	final, finished := h.stream(w, r, frames)
-	if !finished {
-		// In this generation a disconnect is not a cancellation: the request runs on.
-		s.forget(id, frames)
-		return false
-	}
-	for range frames { // closed by the session right after the final frame
-	}
-	return final != nil && jsonrpc.Field(final, "error") == nil
+	// In this generation a disconnect is not a cancellation: the request runs on, and what it
+	// sends is dropped.
+	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave})
+	return finished && final != nil && jsonrpc.Field(final, "error") == nil
 }

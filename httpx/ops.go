@@ -178,13 +178,19 @@ func (o *Ops) allow(r *http.Request) (time.Duration, bool) {
 	if o == nil || o.limiter == nil {
 		return 0, true
 	}
-	key := ""
+	return o.limiter.Allow(clientKey(r), time.Now())
+}
+
+// clientKey names the client a request is from, for the limits that are per client (the rate
+// limiter, sessions): its authenticated principal, or else its remote address.
+func clientKey(r *http.Request) string {
 	if p := runtime.PrincipalFrom(r.Context()); p != nil {
-		key = "principal:" + p.ID
-	} else if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		key = "addr:" + host
+		return "principal:" + p.ID
 	}
-	return o.limiter.Allow(key, time.Now())
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return "addr:" + host
+	}
+	return "addr:" + r.RemoteAddr
 }
 
 func retryAfterSeconds(d time.Duration) string {

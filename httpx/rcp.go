@@ -1,11 +1,9 @@
 package httpx
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +17,8 @@ import (
 	"github.com/relayrt/relay/runtime"
 )
 
-// RCPOptions configures an RCPHandler. The zero value is ready to use.
+// RCPOptions configures an RCPHandler. The zero value is ready to use; every limit has the
+// default it names, and a zero or negative value means that default.
 type RCPOptions struct {
 	// Base is the path prefix (default "/rcp"): requests go to <Base>/<method>, batches to
 	// <Base> itself.
@@ -29,11 +28,13 @@ type RCPOptions struct {
 	// session. Without it (the default) the server is stateless: every request is implicitly
 	// initialised at the advertised capabilities.
 	Sessions bool
-	// AllowedOrigins, AllowedHosts, Authenticator and MaxBody are as in MCPOptions.
-	AllowedOrigins []string
-	AllowedHosts   []string
-	Authenticator  Authenticator
-	MaxBody        int64
+	// AllowedOrigins, AllowedHosts, Authenticator, ProtectedResource and MaxBody are as in
+	// MCPOptions.
+	AllowedOrigins    []string
+	AllowedHosts      []string
+	Authenticator     Authenticator
+	ProtectedResource *ProtectedResourceMetadata
+	MaxBody           int64
 	// MaxResponse and MaxInFlight are as in MCPOptions.
 	MaxResponse, MaxInFlight int
 	// MaxSessions and SessionIdle bound session mode (defaults 1,000 and 10 minutes).
@@ -50,176 +51,151 @@ type RCPOptions struct {
 // RCPHandler serves an RCP/1 server over its HTTP binding (R §5.2): every well-formed
 // JSON-RPC answer, errors included, is 200; other statuses are refusals before dispatch.
 type RCPHandler struct {
-	s    *rcp.Server
-	rt   *runtime.Server
-	opts RCPOptions
-	log  *zap.Logger
-	sessionHost
-	limits
+	base      string
+	stateful  bool
 	streaming bool
 	compacts  atomic.Uint64 // numbers the stand-in ids of compact envelopes
+	door
 }
 
 // NewRCPHandler returns a handler for s. Call Close to end its sessions.
 func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
-	h := &RCPHandler{s: s}
+	var o RCPOptions
 	if opts != nil {
-		h.opts = *opts
+		o = *opts
 	}
-	o := &h.opts
 	if o.Base == "" {
 		o.Base = "/rcp"
 	}
-	o.Base = strings.TrimSuffix(o.Base, "/")
-	if o.MaxBody <= 0 {
-		o.MaxBody = 16 << 20
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 1000
-	}
-	if o.SessionIdle <= 0 {
-		o.SessionIdle = 10 * time.Minute
-	}
-	h.log = o.Logger
-	if h.log == nil {
-		h.log = runtime.DefaultLogger()
-	}
+	h := &RCPHandler{base: strings.TrimSuffix(o.Base, "/"), stateful: o.Sessions, streaming: s.Advertises("streaming")}
 	profile := s.StatelessProfile()
 	if o.Sessions {
 		profile = s.Profile()
 	}
-	h.rt = runtime.NewServer(profile, append([]runtime.Option{runtime.WithLogger(h.log)}, o.Runtime...)...)
-	h.streaming = s.Advertises("streaming")
-	h.limits = newLimits(o.MaxInFlight, o.MaxResponse)
-	h.start(o.MaxSessions, o.SessionIdle)
+	h.init(h, "rcp", doorOptions{
+		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
+		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
+		maxBody:     o.MaxBody,
+		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
+		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
+		ops:           o.Ops,
+		sessionHeader: "RCP-Session",
+		methods:       "POST, OPTIONS",
+		headers:       "Content-Type, Accept, Authorization, RCP-Session",
+	}, profile, o.Logger, o.Runtime)
 	return h
 }
 
-// Close ends every session and the janitor.
+// Close ends every session and waits for each to drain, those evicted, expired or deleted
+// before included, and stops the janitor.
 func (h *RCPHandler) Close() error {
 	h.close()
 	return nil
 }
 
-// refuse answers before dispatch: the status, and a JSON-RPC error with id null.
-func (h *RCPHandler) refuse(w http.ResponseWriter, status int, code int64, message string) {
-	h.log.Info("refused an RCP request", zap.Int("status", status), zap.String("reason", message))
-	writeJSONError(w, status, jsonrpc.Null, &jsonrpc.Error{Code: code, Message: message})
-}
+// ServeHTTP serves one HTTP request through the entry path every protocol shares (door).
+func (h *RCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.door.ServeHTTP(w, r) }
 
-func (h *RCPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	ob := h.opts.Ops.begin("rcp")
-	w := &statusWriter{ResponseWriter: rw}
-	defer func() {
-		ob.end(w.status)
-		h.opts.Ops.sessionCount("rcp", h.sessions.len())
-	}()
-	h.serveHTTP(w, r.WithContext(context.WithValue(r.Context(), observationKey{}, ob)))
-}
-
-func (h *RCPHandler) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, h.opts.Base)
+// route: <Base>/<method>, or <Base> itself for a batch.
+func (h *RCPHandler) route(path string) (string, bool) {
+	method, ok := strings.CutPrefix(path, h.base)
 	if !ok || (method != "" && !strings.HasPrefix(method, "/")) {
-		h.refuse(w, http.StatusNotFound, jsonrpc.CodeInvalidRequest, "Not found: RCP is served under "+h.opts.Base+"/<method>")
-		return
+		return "", false
 	}
-	method = strings.TrimPrefix(method, "/")
-	if !hostAllowed(r.Host, h.opts.AllowedHosts) {
-		h.refuse(w, http.StatusForbidden, rcp.CodeUnauthorized, "Forbidden: this server answers only to a loopback Host (DNS rebinding protection)")
-		return
+	return strings.TrimPrefix(method, "/"), true
+}
+
+// refusal: a JSON-RPC error with id null (RCP/1 §4), with the code that is the HTTP status's
+// counterpart (RCP/1 §5.2, §12).
+func (h *RCPHandler) refusal(why refusal, message string) (jsonrpc.ID, *jsonrpc.Error) {
+	code := int64(jsonrpc.CodeInvalidRequest)
+	var data any
+	switch why {
+	case refusedHost, refusedOrigin, refusedAuth:
+		code = rcp.CodeUnauthorized
+	case refusedRate, refusedClientSessions:
+		code, data = rcp.CodeRateLimited, map[string]any{"retryable": true}
+	case refusedBusy:
+		code, data = rcp.CodeBackendUnavailable, map[string]any{"retryable": true}
+	case refusedTooLarge:
+		code = rcp.CodePayloadTooLarge
+	case refusedSlow:
+		code = rcp.CodeTimeout
+	case refusedBody:
+		code = jsonrpc.CodeParseError
+	case refusedSession:
+		code = rcp.CodeNotInitialized
 	}
-	origin := r.Header.Get("Origin")
-	if !originAllowed(origin, h.opts.AllowedOrigins) {
-		h.refuse(w, http.StatusForbidden, rcp.CodeUnauthorized, "Forbidden: Origin "+origin+" is not allowed")
-		return
-	}
-	if origin != "" {
-		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Add("Vary", "Origin")
-	}
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodOptions:
-		w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, RCP-Session")
-		w.WriteHeader(http.StatusNoContent)
-		return
-	default:
-		w.Header().Set("Allow", "POST, OPTIONS")
-		h.refuse(w, http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "Method not allowed: POST JSON-RPC to "+h.opts.Base+"/<method>")
-		return
-	}
-	if h.opts.Authenticator != nil {
-		p, err := h.opts.Authenticator(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			h.refuse(w, http.StatusUnauthorized, rcp.CodeUnauthorized, "Unauthorized: "+err.Error())
-			return
-		}
-		r = r.WithContext(withPrincipal(r.Context(), p))
-	}
-	if wait, ok := h.opts.Ops.allow(r); !ok {
-		w.Header().Set("Retry-After", retryAfterSeconds(wait))
-		h.refuse(w, http.StatusTooManyRequests, rcp.CodeRateLimited,
-			"Rate limited: too many requests from this client; retry after "+retryAfterSeconds(wait)+" s")
-		return
-	}
-	if !h.enter() {
-		w.Header().Set("Retry-After", "1")
-		h.refuse(w, http.StatusServiceUnavailable, rcp.CodeBackendUnavailable,
-			"Backend unavailable: the server is at its limit of requests in flight; retry shortly")
-		return
-	}
-	defer h.leave()
+	return jsonrpc.Null, &jsonrpc.Error{Code: code, Message: message, Data: data}
+}
+
+// status: every JSON-RPC answer is 200 (RCP/1 §5.2).
+func (h *RCPHandler) status([]byte) (int, bool) { return http.StatusOK, false }
+
+// sse: progress is streamed when the client accepts SSE and the server advertises streaming
+// (RCP/1 §5.2).
+func (h *RCPHandler) sse(r *http.Request) bool {
+	return h.streaming && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+func (h *RCPHandler) cancel(id jsonrpc.ID) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":%s}}`, id)
+}
+
+func (h *RCPHandler) evicted(id jsonrpc.ID) []byte {
+	return jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: rcp.CodeBackendUnavailable,
+		Message: "Session evicted: the server's session table is full; initialize again", Data: map[string]any{"retryable": true}})
+}
+
+func (h *RCPHandler) other(http.ResponseWriter, *http.Request) bool { return false }
+
+// post checks the body against the URL, finds or opens the session in session mode, and
+// serves the frame.
+func (h *RCPHandler) post(w http.ResponseWriter, r *http.Request, method string, body []byte) {
 	if method == "" {
 		observationOf(r).setMethod("batch")
 	} else {
 		observationOf(r).setMethod(method)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.refuse(w, http.StatusRequestEntityTooLarge, rcp.CodePayloadTooLarge,
-				fmt.Sprintf("Payload too large: the body exceeds %d bytes; split the request", h.opts.MaxBody))
+	frame, id, compact, status, e := h.prepare(body, method)
+	if e != nil {
+		writeJSONError(w, status, id, e)
+		return
+	}
+	if !h.stateful {
+		h.serveAlone(w, r, frame, id, compact)
+		return
+	}
+	var sess *session
+	opened := false // by this initialize
+	if token := r.Header.Get("RCP-Session"); token != "" {
+		if sess = h.sessions.lookup(r, token); sess == nil {
+			h.refuse(w, refusedSession, "Not found: the session has ended or never existed; initialize again")
 			return
 		}
-		h.refuse(w, http.StatusBadRequest, jsonrpc.CodeParseError, "Bad request: the body could not be read")
-		return
-	}
-	frame, id, compact, status, refusal := h.prepare(body, method)
-	if refusal != nil {
-		writeJSONError(w, status, id, refusal)
-		return
-	}
-	var sess *legacySession
-	opened := false // by this initialize
-	if h.opts.Sessions {
-		if token := r.Header.Get("RCP-Session"); token != "" {
-			if sess = h.sessions.get(token); sess == nil || sess.principal != principalID(r) {
-				h.refuse(w, http.StatusNotFound, rcp.CodeNotInitialized, "Not found: the session has ended or never existed; initialize again")
-				return
-			}
-		} else if method == "initialize" {
-			sess = startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), h.rt, "")
-			sess.principal = principalID(r)
-			if !h.sessions.add(sess) {
-				sess.close()
-				w.Header().Set("Retry-After", "5")
-				h.refuse(w, http.StatusServiceUnavailable, rcp.CodeBackendUnavailable, "Backend unavailable: every session is busy; retry later")
-				return
-			}
-			opened = true
+		sess.active.Add(1)
+	} else if method == "initialize" {
+		var why refusal
+		var ok bool
+		if sess, why, ok = h.sessions.open(r, h.rt, h, ""); !ok {
+			w.Header().Set("Retry-After", "5")
+			h.refuse(w, why, sessionRefusal(why))
+			return
 		}
+		opened = true
+	} else {
+		h.serveAlone(w, r, frame, id, compact) // before initialize: the session profile refuses it
+		return
 	}
-	h.serve(w, r, sess, frame, id, compact, opened)
+	defer sess.active.Add(-1)
+	h.serveInSession(w, r, sess, frame, id, compact, opened)
 }
 
 // prepare checks a body against the URL and returns the frame to dispatch: a batch (posted
 // to the base), a request or notification whose method matches the URL, or a compact
 // {method, params} envelope made into a request. A compact envelope has no id, so every
 // answer to it, a refusal here or whatever the dispatcher says, carries id null (RCP/1 §5.3).
-func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, compact bool, status int, refusal *jsonrpc.Error) {
+func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, compact bool, status int, e *jsonrpc.Error) {
 	if jsonrpc.IsBatch(body) {
 		if urlMethod != "" {
 			return nil, jsonrpc.Null, false, http.StatusOK, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid request: post a batch to the base path itself")
@@ -233,18 +209,18 @@ func (h *RCPHandler) prepare(body []byte, urlMethod string) (frame []byte, id js
 		return nil, jsonrpc.Null, false, http.StatusBadRequest, jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: the body is not valid JSON")
 	}
 	if jsonrpc.Field(body, "jsonrpc") == nil && jsonrpc.Field(body, "id") == nil && jsonrpc.Field(body, "method") != nil {
-		frame, id, status, refusal = h.prepareOne(h.compactRequest(body), urlMethod)
-		if refusal != nil {
+		frame, id, status, e = h.prepareOne(h.compactRequest(body), urlMethod)
+		if e != nil {
 			id = jsonrpc.Null
 		}
-		return frame, id, true, status, refusal
+		return frame, id, true, status, e
 	}
-	frame, id, status, refusal = h.prepareOne(body, urlMethod)
-	return frame, id, false, status, refusal
+	frame, id, status, e = h.prepareOne(body, urlMethod)
+	return frame, id, false, status, e
 }
 
 // prepareOne checks a body that is one message, not a batch.
-func (h *RCPHandler) prepareOne(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, status int, refusal *jsonrpc.Error) {
+func (h *RCPHandler) prepareOne(body []byte, urlMethod string) (frame []byte, id jsonrpc.ID, status int, e *jsonrpc.Error) {
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
 		if msg.Kind == jsonrpc.KindNotification {
@@ -287,109 +263,72 @@ func (h *RCPHandler) compactRequest(body []byte) []byte {
 // writes what comes back: 204 when nothing is owed (notifications), the answer as JSON, or
 // progress as SSE when the client asks for it and the server advertises streaming. When
 // opened, sess was opened for this initialize: a result carries its token, an error closes it.
-func (h *RCPHandler) serve(w http.ResponseWriter, r *http.Request, sess *legacySession, frame []byte, id jsonrpc.ID, compact, opened bool) {
-	owed := id != nil || batchOwesAnswer(frame)
-	var frames <-chan runtime.Outbound
-	var cancel func()
-	if sess != nil {
-		sess.active.Add(1)
-		defer sess.active.Add(-1)
-		defer sess.touch()
-		var key []byte
-		switch {
-		case id != nil:
-			key = id
-		case owed:
-			key = []byte(batchKey)
-		}
-		out, ok := sess.post(frame, key)
-		if !ok {
-			h.refuse(w, http.StatusNotFound, rcp.CodeNotInitialized, "Not found: the session has ended; initialize again")
-			return
-		}
-		if !owed {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		frames = out
-		cancel = func() {
-			sess.forget(key, out) // first, so the actor never waits on this stream again
-			if id != nil {        // closing the stream cancels the request within its session
-				sess.post(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":%s}}`, id), nil)
-			}
-		}
-	} else {
-		in := make(chan runtime.Inbound, 2)
-		out := make(chan runtime.Outbound, 16)
-		go h.rt.ServeOutbound(requestContext(h.base, r), in, out)
-		in <- runtime.Inbound{Frame: frame}
-		if id == nil {
-			close(in) // a notification or a batch: input ends here, the dispatcher drains
-		}
-		defer func() {
-			if id != nil {
-				close(in) // the request is answered (or cancelled): input ends, the dispatcher stops
-			}
-			for range out {
-			}
-		}()
-		frames = out
-		cancel = func() {
-			in <- runtime.Inbound{Frame: fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancel","params":{"id":%s}}`, id)}
-		}
-		if !owed {
-			w.WriteHeader(http.StatusNoContent) // the deferred drain waits for the dispatcher
-			return
+
+// serveAlone dispatches a frame in a dispatcher of its own and writes what comes back: 204
+// when nothing is owed (notifications, a batch of them), else the answer as JSON, or progress
+// as SSE when the client asks for it and the server advertises streaming.
+func (h *RCPHandler) serveAlone(w http.ResponseWriter, r *http.Request, frame []byte, id jsonrpc.ID, compact bool) {
+	frames, gone, end := h.alone(r, frame, id)
+	defer end()
+	if id == nil && !batchOwesAnswer(frame) {
+		w.WriteHeader(http.StatusNoContent) // the deferred end waits for the dispatcher
+		return
+	}
+	h.respond(w, r, reply{frames: frames, gone: gone, final: compactAnswer(compact)})
+}
+
+// serveInSession dispatches a frame in a session and writes what comes back, as serveAlone.
+// Closing the stream cancels the request within its session. When opened, the session was
+// opened by this initialize: a result carries its token, an error closes it.
+func (h *RCPHandler) serveInSession(w http.ResponseWriter, r *http.Request, sess *session, frame []byte, id jsonrpc.ID, compact, opened bool) {
+	defer sess.touch()
+	sess.touch()
+	var key string
+	switch {
+	case id != nil:
+		key = string(id)
+	case batchOwesAnswer(frame):
+		key = batchKey
+	}
+	wt, ok := sess.post(frame, key, "")
+	if !ok {
+		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
+		return
+	}
+	if key == "" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	gone := func() {
+		wt.leave() // first, so the session never waits on this stream again
+		if id != nil {
+			sess.post(h.cancel(id), "", "")
 		}
 	}
-	sseOK := h.streaming && strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	var sse *sseWriter
-	for {
-		select {
-		case <-r.Context().Done():
-			observationOf(r).cancelled()
-			if id != nil || sess != nil {
-				cancel() // closing the response stream cancels the request
-			}
-			return
-		case o, ok := <-frames:
-			if !ok {
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-			if !o.Final {
-				if frame := h.capAnswer(o.Frame, false); sseOK && o.Request != nil && frame != nil {
-					if sse == nil {
-						sse = startSSE(w)
-						h.opts.Ops.stream("rcp", 1)
-						defer h.opts.Ops.stream("rcp", -1)
-					}
-					sse.event(o.Frame)
-				}
-				continue
-			}
-			observationOf(r).answered(o.Frame)
-			answer := h.capAnswer(o.Frame, true)
-			if compact {
-				answer = jsonrpc.SetMember(answer, "id", jsonrpc.Null)
-			}
-			if opened {
-				if jsonrpc.Field(answer, "error") == nil {
-					answer = withSessionToken(answer, sess.id)
-				} else {
-					h.sessions.remove(sess.id)
-					sess.close()
-				}
-			}
-			if sse != nil {
-				sse.event(answer)
+	shape := compactAnswer(compact)
+	final := func(answer []byte) []byte {
+		answer = shape(answer)
+		if opened {
+			if jsonrpc.Field(answer, "error") == nil {
+				answer = withSessionToken(answer, sess.id)
 			} else {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusOK)
-				w.Write(answer)
+				h.sessions.remove(sess.id)
+				sess.close()
 			}
-			return
 		}
+		return answer
+	}
+	h.respond(w, r, reply{frames: wt.out, gone: gone, final: final})
+}
+
+// compactAnswer shapes the answer to a compact envelope: id null, as every answer to a
+// request whose id could not be read (RCP/1 §4, §5.3).
+func compactAnswer(compact bool) func([]byte) []byte {
+	return func(answer []byte) []byte {
+		if compact {
+			answer = jsonrpc.SetMember(answer, "id", jsonrpc.Null)
+		}
+		return answer
 	}
 }
 

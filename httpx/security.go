@@ -2,10 +2,6 @@ package httpx
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
-
-	"github.com/relayrt/relay/jsonrpc"
 	"net"
 	"net/http"
 	"net/url"
@@ -96,46 +92,4 @@ func withPrincipal(ctx context.Context, p *runtime.Principal) context.Context {
 		return ctx
 	}
 	return runtime.WithPrincipal(ctx, p)
-}
-
-// Limits every HTTP adapter applies besides the body limit.
-type limits struct {
-	maxInFlight int64
-	maxResponse int
-	inFlight    atomic.Int64
-}
-
-func newLimits(maxInFlight, maxResponse int) limits {
-	if maxInFlight <= 0 {
-		maxInFlight = 4096
-	}
-	if maxResponse <= 0 {
-		maxResponse = 64 << 20
-	}
-	return limits{maxInFlight: int64(maxInFlight), maxResponse: maxResponse}
-}
-
-// enter takes an in-flight slot; false when the server is at its limit (the caller answers
-// 503 with Retry-After). Every true must be paired with leave.
-func (l *limits) enter() bool {
-	if l.inFlight.Add(1) > l.maxInFlight {
-		l.inFlight.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (l *limits) leave() { l.inFlight.Add(-1) }
-
-// capAnswer replaces an answer over the response limit with an internal error that says so,
-// keeping its id; nil for a notification over the limit (it is dropped).
-func (l *limits) capAnswer(frame []byte, final bool) []byte {
-	if len(frame) <= l.maxResponse {
-		return frame
-	}
-	if !final {
-		return nil
-	}
-	return jsonrpc.AppendError(nil, jsonrpc.Field(frame, "id"), &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("Internal error: the response is %d bytes, over the server's %d-byte limit", len(frame), l.maxResponse)})
 }

@@ -4,45 +4,93 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/relayrt/relay/actors"
+	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
 
-// legacySession is one initialize-generation session: a long-lived dispatcher and the actor
-// that feeds it frames from POSTs and routes its output back to the POST each frame belongs
-// to. The actor is the only sender on (and closer of) the dispatcher's input.
-type legacySession struct {
+// session is one session of an HTTP client (MCP's initialize generation, RCP session mode): a
+// long-lived dispatcher, and the actor that feeds it the frames of the client's POSTs and
+// routes what it sends back to the POST each frame belongs to. The actor is the only sender
+// on (and closer of) the dispatcher's input, and the only owner of its tables; everyone else
+// sends it messages.
+type session struct {
 	id        string
 	principal string // who opened it; nobody else may use it
-	mailbox   chan sessionMsg
-	quit      chan struct{}
+	client    string // the principal, or the remote address of an anonymous client
+	p         protocol
+	mailbox   actors.Mailbox[sessionMsg]
+	stopped   context.Context // done when the actor has stopped taking messages
+	quit      chan struct{}   // closed by close: drain
 	quitOnce  sync.Once
+	evictC    chan struct{} // closed by evict: answer, cancel, drain
+	evictOnce sync.Once
 	done      chan struct{} // closed when the dispatcher and the actor have both stopped
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	active   atomic.Int32 // POSTs in progress
+	// waitingSince is when the oldest request of the server's to the client that is still
+	// unanswered was sent (unix nanoseconds; 0: none): how long the session has waited on
+	// its client.
+	waitingSince atomic.Int64
 }
 
-// sessionMsg is a POST handing the session a frame; when id is not nil, the frames that
-// belong to that request are sent to out, and the actor confirms on ack before forwarding.
-type sessionMsg struct {
-	frame []byte
-	id    []byte
-	out   chan runtime.Outbound
-	ack   chan struct{}
-	drop  bool // forget the waiter for id (its client went away)
-	// standalone registers out as the session's GET stream, which carries the frames that
-	// belong to no request (list changes, resource updates); drop with standalone forgets it.
-	standalone bool
+// sessionMsg is a message to a session's actor.
+type sessionMsg interface{ isSessionMsg() }
+
+// postMsg hands the session a frame from a POST. When key is not empty, the frames of the
+// request key (or a batch's answer) go to w until the final one. answers is the id of the
+// server's request to the client that the frame answers, when it is such an answer. The actor
+// replies on ack whether it took the frame, before forwarding it, so that no frame for w can
+// be routed before w is known.
+type postMsg struct {
+	frame   []byte
+	key     string
+	answers string
+	w       *waiter
+	ack     chan bool
 }
 
-// newSessionID returns 192 random bits, URL-safe, after the instance prefix if any.
+// listenMsg makes w the session's GET stream, which carries the frames that belong to no
+// request (list changes, resource updates); it replaces an earlier one.
+type listenMsg struct {
+	w   *waiter
+	ack chan bool
+}
+
+// dropMsg ends the POST waiting for request key: the client cancelled it, and nothing more
+// will be sent for it.
+type dropMsg struct{ key string }
+
+func (postMsg) isSessionMsg()   {}
+func (listenMsg) isSessionMsg() {}
+func (dropMsg) isSessionMsg()   {}
+
+// waiter is a POST (or the GET stream) waiting for frames. Its client going away closes gone,
+// which the actor watches whenever it sends to out: the actor never waits on a client that
+// has left, and the POST never has to reach the actor to say so.
+type waiter struct {
+	out      chan runtime.Outbound
+	gone     chan struct{}
+	goneOnce sync.Once
+}
+
+func newWaiter() *waiter {
+	return &waiter{out: make(chan runtime.Outbound, 64), gone: make(chan struct{})}
+}
+
+// leave tells the actor the waiter's client went away.
+func (w *waiter) leave() { w.goneOnce.Do(func() { close(w.gone) }) }
+
 // batchKey is the waiter of a batch's answer, which the dispatcher sends with no request id.
 const batchKey = "\x00batch"
 
+// newSessionID returns 192 random bits, URL-safe, after the instance prefix if any.
 func newSessionID(instance string) string {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
@@ -55,11 +103,17 @@ func newSessionID(instance string) string {
 	return id
 }
 
-func startSession(ctx context.Context, rt *runtime.Server, instance string) *legacySession {
-	s := &legacySession{
+// startSession starts a session's dispatcher and actor under ctx. done is called when both
+// have stopped.
+func startSession(ctx context.Context, rt *runtime.Server, p protocol, instance string, done func()) *session {
+	stopped, stop := context.WithCancel(context.Background())
+	s := &session{
 		id:      newSessionID(instance),
-		mailbox: make(chan sessionMsg),
+		p:       p,
+		mailbox: actors.NewMailbox[sessionMsg](16),
+		stopped: stopped,
 		quit:    make(chan struct{}),
+		evictC:  make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	s.touch()
@@ -71,22 +125,54 @@ func startSession(ctx context.Context, rt *runtime.Server, instance string) *leg
 		rt.ServeOutbound(ctx, in, out)
 	}()
 	go func() {
+		defer done()
 		defer close(s.done)
 		s.run(in, out)
+		stop()
 		<-served
 	}()
 	return s
 }
 
-func (s *legacySession) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+func (s *session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+
+// call is a request of the server's to the client, as the actor tracks it.
+type call struct {
+	request string // the key of the client's request it was sent for
+	since   int64  // unix nanoseconds
+}
 
 // run is the session actor.
-func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
-	waiters := map[string]chan runtime.Outbound{}
-	var standalone chan runtime.Outbound
+func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
+	waiters := map[string]*waiter{}
+	running := map[string]bool{} // the client's requests in flight, by key
+	calls := map[string]call{}   // the server's requests to the client not yet answered, by id
+	var stream *waiter           // the GET stream
 	var queue [][]byte
-	quit := s.quit
+	quit, evictC := s.quit, s.evictC
+	closing := false // input ends once queue is empty
+	evicted := false
+	defer func() { // the dispatcher has stopped: nothing more for anyone
+		for _, w := range waiters {
+			close(w.out)
+		}
+		if stream != nil {
+			close(stream.out)
+		}
+	}()
+	forgetCalls := func(key string) {
+		for id, c := range calls {
+			if c.request == key {
+				delete(calls, id)
+			}
+		}
+		s.noteWaiting(calls)
+	}
 	for {
+		if closing && len(queue) == 0 && in != nil {
+			close(in) // EOF: the dispatcher drains; output still flows until it stops
+			in = nil
+		}
 		var send chan<- runtime.Inbound
 		var next runtime.Inbound
 		if len(queue) > 0 && in != nil {
@@ -95,230 +181,211 @@ func (s *legacySession) run(in chan<- runtime.Inbound, out <-chan runtime.Outbou
 		select {
 		case send <- next:
 			queue = queue[1:]
-		case m := <-s.mailbox:
-			switch {
-			case m.standalone && m.drop:
-				if standalone != nil {
-					close(standalone)
-					standalone = nil
+		case m := <-s.mailbox.Receive():
+			switch m := m.(type) {
+			case postMsg:
+				if in == nil || closing {
+					m.ack <- false
+					continue
 				}
-				continue
-			case m.standalone:
-				if standalone != nil {
-					close(standalone) // a newer GET stream replaces the old one
+				if m.key != "" {
+					waiters[m.key] = m.w
+					if m.key != batchKey {
+						running[m.key] = true
+					}
 				}
-				standalone = m.out
-				close(m.ack)
-				continue
-			case m.drop:
-				if w := waiters[string(m.id)]; w != nil {
-					delete(waiters, string(m.id))
-					close(w) // its POST, if still waiting, ends with nothing more to say
+				if m.answers != "" {
+					delete(calls, m.answers)
+					s.noteWaiting(calls)
 				}
-				continue
-			}
-			if m.id != nil {
-				waiters[string(m.id)] = m.out
-			}
-			if in != nil {
 				queue = append(queue, m.frame)
+				m.ack <- true
+			case listenMsg:
+				if in == nil || closing {
+					m.ack <- false
+					continue
+				}
+				if stream != nil {
+					close(stream.out) // a newer GET stream replaces the old one
+				}
+				stream = m.w
+				m.ack <- true
+			case dropMsg:
+				if w := waiters[m.key]; w != nil {
+					delete(waiters, m.key)
+					close(w.out) // its POST, if still waiting, ends with nothing more to say
+				}
 			}
-			close(m.ack)
 		case <-quit:
 			quit = nil
-			close(in) // EOF: the dispatcher drains; output still flows until it stops
-			in = nil
-			queue = nil
+			closing = true
+			queue = nil // frames not yet taken are not served: their POSTs end with no answer
+		case <-evictC:
+			evictC, quit = nil, nil
+			evicted = true
+			for key, w := range waiters {
+				id := jsonrpc.ID(key)
+				if key == batchKey {
+					id = jsonrpc.Null
+				}
+				select {
+				case w.out <- runtime.Outbound{Frame: s.p.evicted(id), Request: id, Final: true}:
+				default: // its buffer is full: the client is not reading; it ends with nothing
+				}
+				close(w.out)
+				delete(waiters, key)
+			}
+			if stream != nil {
+				close(stream.out)
+				stream = nil
+			}
+			queue = queue[:0]
+			for key := range running { // the handlers stop, whatever they wait for
+				queue = append(queue, s.p.cancel(jsonrpc.ID(key)))
+			}
+			closing = true
 		case o, ok := <-out:
 			if !ok {
-				for _, w := range waiters {
-					close(w)
-				}
-				if standalone != nil {
-					close(standalone)
-				}
 				return
 			}
 			if o.Request == nil {
 				if w := waiters[batchKey]; w != nil && o.Final {
-					w <- o // a batch's answer (one batch at a time per session)
 					delete(waiters, batchKey)
-					close(w)
+					if s.deliver(w, o) {
+						close(w.out) // a batch's answer (one batch at a time per session)
+					}
 					continue
 				}
-				if standalone != nil {
+				if stream != nil {
 					select {
-					case standalone <- o:
+					case stream.out <- o:
 					default: // the GET stream is behind: a list change is repeated by the next one
 					}
 				}
 				continue
 			}
-			w := waiters[string(o.Request)]
-			if w == nil {
+			key := string(o.Request)
+			if o.Final {
+				delete(running, key)
+				forgetCalls(key)
+			} else if isCall(o.Frame) {
+				calls[string(jsonrpc.Field(o.Frame, "id"))] = call{request: key, since: time.Now().UnixNano()}
+				s.noteWaiting(calls)
+			}
+			w := waiters[key]
+			if w == nil || evicted {
 				continue // a session notification, or the client of this request went away
 			}
-			w <- o
+			if !s.deliver(w, o) {
+				delete(waiters, key)
+				continue
+			}
 			if o.Final {
-				delete(waiters, string(o.Request))
-				close(w)
+				delete(waiters, key)
+				close(w.out)
 			}
 		}
 	}
 }
 
-// post hands a frame to the session. It returns the channel of the request's frames when id
-// is not nil, and false if the session has closed.
-func (s *legacySession) post(frame, id []byte) (<-chan runtime.Outbound, bool) {
-	m := sessionMsg{frame: frame, id: id}
-	if id != nil {
-		m.out = make(chan runtime.Outbound, 64)
-	}
-	return m.out, s.register(m)
-}
-
-// listen registers the session's GET stream and returns its channel, or false if the session
-// has closed.
-func (s *legacySession) listen() (<-chan runtime.Outbound, bool) {
-	m := sessionMsg{standalone: true, out: make(chan runtime.Outbound, 64)}
-	return m.out, s.register(m)
-}
-
-// register gives the actor a message and waits until it has taken it, so that no frame for
-// the waiter can be routed before the waiter is known; false if the session has closed.
-func (s *legacySession) register(m sessionMsg) bool {
-	m.ack = make(chan struct{})
+// deliver sends o to w, unless its client has gone away (false: forget it). An eviction
+// ends the wait too: the frame is dropped, and the eviction ends w.
+func (s *session) deliver(w *waiter, o runtime.Outbound) bool {
 	select {
-	case s.mailbox <- m:
-	case <-s.done:
+	case w.out <- o:
+		return true
+	case <-w.gone:
+		return false
+	case <-s.evictC:
+		return true
+	}
+}
+
+// isCall reports whether a frame is a request (of the server's to the client), not a
+// notification.
+func isCall(frame []byte) bool {
+	return jsonrpc.Field(frame, "method") != nil && jsonrpc.Field(frame, "id") != nil
+}
+
+// noteWaiting publishes when the oldest unanswered call was sent.
+func (s *session) noteWaiting(calls map[string]call) {
+	var oldest int64
+	for _, c := range calls {
+		if oldest == 0 || c.since < oldest {
+			oldest = c.since
+		}
+	}
+	s.waitingSince.Store(oldest)
+}
+
+// post hands the session a frame from a POST (see postMsg). It returns the waiter of the
+// request's frames when key is not empty, and false if the session has ended.
+func (s *session) post(frame []byte, key, answers string) (*waiter, bool) {
+	m := postMsg{frame: frame, key: key, answers: answers, ack: make(chan bool, 1)}
+	if key != "" {
+		m.w = newWaiter()
+	}
+	if !s.ask(m, m.ack) {
+		return nil, false
+	}
+	return m.w, true
+}
+
+// listen registers the session's GET stream and returns its waiter, or false if the session
+// has ended.
+func (s *session) listen() (*waiter, bool) {
+	m := listenMsg{w: newWaiter(), ack: make(chan bool, 1)}
+	return m.w, s.ask(m, m.ack)
+}
+
+// ask sends the actor m and waits for its ack; false if the session has ended.
+func (s *session) ask(m sessionMsg, ack <-chan bool) bool {
+	if s.mailbox.Send(s.stopped, m) != nil {
 		return false
 	}
-	<-m.ack
-	return true
-}
-
-// drop forgets the waiter of a request that will never be answered (the client cancelled
-// it), ending the POST that waits for it.
-func (s *legacySession) drop(id []byte) { s.withdraw(sessionMsg{id: id, drop: true}, nil) }
-
-// forget drops the waiter of a request whose client went away (in this generation a
-// disconnect is not a cancellation: the request goes on, its output is discarded).
-func (s *legacySession) forget(id []byte, frames <-chan runtime.Outbound) {
-	s.withdraw(sessionMsg{id: id, drop: true}, frames)
-}
-
-// unlisten forgets the GET stream whose client went away.
-func (s *legacySession) unlisten(frames <-chan runtime.Outbound) {
-	s.withdraw(sessionMsg{standalone: true, drop: true}, frames)
-}
-
-// withdraw sends a drop message, draining the waiter's channel meanwhile so that the actor is
-// never stuck on it.
-func (s *legacySession) withdraw(m sessionMsg, frames <-chan runtime.Outbound) {
-	for {
-		select {
-		case s.mailbox <- m:
-			return
-		case _, ok := <-frames: // a nil frames never fires
-			if !ok {
-				return
-			}
-		case <-s.done:
-			return
-		}
+	select {
+	case ok := <-ack:
+		return ok
+	case <-s.stopped.Done():
+		return false
 	}
 }
 
-// close ends the session; it returns at once, and done closes when it has drained.
-func (s *legacySession) close() { s.quitOnce.Do(func() { close(s.quit) }) }
+// drop ends the POST waiting for request key (see dropMsg).
+func (s *session) drop(key string) { s.mailbox.Send(s.stopped, dropMsg{key: key}) }
 
-// sessionTable holds the live sessions, bounded: when it is full, the least recently used
-// idle session is evicted to make room.
-type sessionTable struct {
-	mu   sync.Mutex
-	max  int
-	byID map[string]*legacySession
-}
+// close ends the session gracefully: input ends, the requests in flight finish (within the
+// runtime's drain timeout) and are answered. It returns at once; done closes when it has
+// drained.
+func (s *session) close() { s.quitOnce.Do(func() { close(s.quit) }) }
 
-func (t *sessionTable) get(id string) *legacySession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.byID[id]
-}
+// evict ends the session at once: every POST still waiting is answered with the protocol's
+// error that says the session was evicted, the GET stream ends, the requests in flight are
+// cancelled, and the dispatcher drains. It returns at once.
+func (s *session) evict() { s.evictOnce.Do(func() { close(s.evictC) }) }
 
-// add inserts s, evicting the least recently used idle session if the table is full. It
-// returns false when the table is full of busy sessions.
-func (t *sessionTable) add(s *legacySession) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.byID) >= t.max {
-		var lru *legacySession
-		for _, c := range t.byID {
-			if c.active.Load() == 0 && (lru == nil || c.lastUsed.Load() < lru.lastUsed.Load()) {
-				lru = c
-			}
-		}
-		if lru == nil {
-			return false
-		}
-		delete(t.byID, lru.id)
-		lru.close()
-	}
-	t.byID[s.id] = s
-	return true
-}
-
-func (t *sessionTable) remove(id string) *legacySession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.byID[id]
-	delete(t.byID, id)
-	return s
-}
-
-// expire closes the sessions idle for longer than idle.
-func (t *sessionTable) expire(idle time.Duration) {
-	cutoff := time.Now().Add(-idle).UnixNano()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for id, s := range t.byID {
-		if s.active.Load() == 0 && s.lastUsed.Load() < cutoff {
-			delete(t.byID, id)
-			s.close()
-		}
-	}
-}
-
-// all removes and returns every session.
-func (t *sessionTable) all() []*legacySession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]*legacySession, 0, len(t.byID))
-	for id, s := range t.byID {
-		out = append(out, s)
-		delete(t.byID, id)
-	}
-	return out
-}
-
-func (t *sessionTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byID)
-}
-
-// sessionHost owns a handler's sessions, the context their dispatchers run under, and the
-// janitor that expires idle ones.
+// sessionHost owns a handler's sessions: the table of the live ones, bounded in all and per
+// client, the context their dispatchers run under, the janitor that expires idle ones, and a
+// wait for every session it ever started, so that close returns only when all have stopped,
+// those evicted, expired or deleted before included.
 type sessionHost struct {
-	sessions sessionTable
-	base     context.Context // cancelled by close: every dispatcher drains
-	stop     context.CancelFunc
-	janitor  sync.WaitGroup
-	closeOne sync.Once
+	base    context.Context // cancelled by close: every dispatcher drains
+	stop    context.CancelFunc
+	janitor sync.WaitGroup
+	live    sync.WaitGroup // one per session started, until its actor and dispatcher stop
+
+	mu        sync.Mutex
+	max       int
+	perClient int
+	byID      map[string]*session
+	clients   map[string]int // sessions in the table per client
+	closed    bool
+	closeOnce sync.Once
 }
 
-func (h *sessionHost) start(maxSessions int, idle time.Duration) {
-	h.sessions = sessionTable{max: maxSessions, byID: map[string]*legacySession{}}
+func (h *sessionHost) start(maxSessions, perClient int, idle time.Duration) {
+	h.max, h.perClient = maxSessions, perClient
+	h.byID, h.clients = map[string]*session{}, map[string]int{}
 	h.base, h.stop = context.WithCancel(context.Background())
 	h.janitor.Add(1)
 	go func() {
@@ -330,20 +397,131 @@ func (h *sessionHost) start(maxSessions int, idle time.Duration) {
 			case <-h.base.Done():
 				return
 			case <-tick.C:
-				h.sessions.expire(idle)
+				h.expire(idle)
 			}
 		}
 	}()
 }
 
-// close ends every session, waiting for each to drain, and stops the janitor.
+// open starts a session for the client of r and puts it in the table, making room as the
+// table's policy says (see admit). The session counts one POST in progress (the initialize
+// that opens it), which the caller ends with s.active.Add(-1). On refusal it returns why.
+func (h *sessionHost) open(r *http.Request, rt *runtime.Server, p protocol, instance string) (*session, refusal, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, refusedBusy, false
+	}
+	client := clientKey(r)
+	victim, why, ok := h.admit(client)
+	if !ok {
+		return nil, why, false
+	}
+	if victim != nil {
+		h.removeLocked(victim.id)
+		victim.close()
+	}
+	h.live.Add(1)
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, instance, h.live.Done)
+	s.principal, s.client = principalID(r), client
+	s.active.Add(1)
+	h.byID[s.id] = s
+	h.clients[client]++
+	return s, 0, true
+}
+
+// admit decides whether a new session of client fits: at once, or by evicting the least
+// recently used idle session, or not (why: every session is busy).
+func (h *sessionHost) admit(client string) (victim *session, why refusal, ok bool) {
+	if len(h.byID) < h.max {
+		return nil, 0, true
+	}
+	for _, s := range h.byID {
+		if s.active.Load() == 0 && (victim == nil || s.lastUsed.Load() < victim.lastUsed.Load()) {
+			victim = s
+		}
+	}
+	if victim == nil {
+		return nil, refusedBusy, false
+	}
+	return victim, 0, true
+}
+
+// lookup returns the session a request names, if it exists and belongs to the request's
+// principal: a session id alone never lets one user act as another.
+func (h *sessionHost) lookup(r *http.Request, id string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.byID[id]
+	if s == nil || s.principal != principalID(r) {
+		return nil
+	}
+	return s
+}
+
+// remove takes a session out of the table; the caller ends it.
+func (h *sessionHost) remove(id string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.removeLocked(id)
+}
+
+func (h *sessionHost) removeLocked(id string) *session {
+	s := h.byID[id]
+	if s == nil {
+		return nil
+	}
+	delete(h.byID, id)
+	if h.clients[s.client]--; h.clients[s.client] <= 0 {
+		delete(h.clients, s.client)
+	}
+	return s
+}
+
+// expire closes the sessions idle for longer than idle.
+func (h *sessionHost) expire(idle time.Duration) {
+	cutoff := time.Now().Add(-idle).UnixNano()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, s := range h.byID {
+		if s.active.Load() == 0 && s.lastUsed.Load() < cutoff {
+			h.removeLocked(id)
+			s.close()
+		}
+	}
+}
+
+func (h *sessionHost) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.byID)
+}
+
+// close refuses new sessions, ends every session in the table (their dispatchers drain),
+// stops the janitor, and waits until every session ever started has stopped.
 func (h *sessionHost) close() {
-	h.closeOne.Do(func() {
+	h.closeOnce.Do(func() {
+		h.mu.Lock()
+		h.closed = true
+		all := make([]*session, 0, len(h.byID))
+		for id, s := range h.byID {
+			all = append(all, s)
+			h.removeLocked(id)
+		}
+		h.mu.Unlock()
 		h.stop()
 		h.janitor.Wait()
-		for _, s := range h.sessions.all() {
+		for _, s := range all {
 			s.close()
-			<-s.done
 		}
+		h.live.Wait()
 	})
+}
+
+// sessionRefusal says why a new session was refused.
+func sessionRefusal(why refusal) string {
+	if why == refusedClientSessions {
+		return "Too many sessions: every session of this client is busy; retry later"
+	}
+	return "Service unavailable: every session is busy; retry later"
 }

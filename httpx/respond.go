@@ -1,0 +1,122 @@
+package httpx
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
+)
+
+// reply is one request's way back to its client: the frames its dispatcher sends for it, what
+// to do if the client goes away first, and how the protocol shapes the final answer.
+type reply struct {
+	frames <-chan runtime.Outbound
+	gone   func()              // the client went away before the final frame (nil: nothing)
+	final  func([]byte) []byte // shapes the final answer (nil: as it is)
+}
+
+// respond writes a request's frames to its client, for both protocols: one JSON body when
+// the final answer comes first, or an SSE stream from the first frame before it, when the
+// client may have one (protocol.sse). Only frames of the request itself go on its stream
+// (MCP 2026-07-28, Transports › Streamable HTTP; RCP/1 §5.2). When the frames end with no
+// answer (nothing is owed, or the session ended) and nothing was written, the answer is 204.
+// It returns the final answer, and whether the request finished; false means the client went
+// away first, and reply.gone has run.
+func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final []byte, finished bool) {
+	sseOK := d.p.sse(r)
+	var sse *sseWriter
+	var keepAlive <-chan time.Time
+	for {
+		select {
+		case <-r.Context().Done():
+			observationOf(r).cancelled()
+			if rp.gone != nil {
+				rp.gone()
+			}
+			return nil, false
+		case <-keepAlive:
+			if sse.comment("keep-alive") != nil {
+				if rp.gone != nil {
+					rp.gone()
+				}
+				return nil, false
+			}
+		case o, ok := <-rp.frames:
+			if !ok {
+				if sse == nil {
+					w.WriteHeader(http.StatusNoContent)
+				}
+				return nil, true
+			}
+			if !o.Final {
+				frame := d.capAnswer(o.Frame, false)
+				if frame == nil || !sseOK || o.Request == nil {
+					continue // over the limit, a JSON-only client, or not this request's
+				}
+				if sse == nil {
+					sse = startSSE(w)
+					d.o.ops.stream(d.name, 1)
+					defer d.o.ops.stream(d.name, -1)
+					if d.o.keepAlive > 0 {
+						t := time.NewTicker(d.o.keepAlive)
+						defer t.Stop()
+						keepAlive = t.C
+					}
+				}
+				if sse.event(frame) != nil {
+					if rp.gone != nil {
+						rp.gone()
+					}
+					return nil, false
+				}
+				continue
+			}
+			answer := d.capAnswer(o.Frame, true)
+			if rp.final != nil {
+				answer = rp.final(answer)
+			}
+			observationOf(r).answered(answer)
+			if sse != nil {
+				sse.event(answer)
+				return answer, true
+			}
+			w.Header().Set("Content-Type", "application/json")
+			status, retry := d.p.status(answer)
+			if retry {
+				w.Header().Set("Retry-After", "1")
+			}
+			w.WriteHeader(status)
+			w.Write(answer)
+			return answer, true
+		}
+	}
+}
+
+// alone runs one frame in a dispatcher of its own, for a request that belongs to no session
+// (MCP 2026-07-28, RCP stateless). id is the request's, nil for a notification or a batch:
+// then input ends at once and the dispatcher drains. gone cancels the request (closing the
+// stream is cancellation in both protocols over HTTP); end, which the caller defers, ends the
+// input and waits for the dispatcher to stop.
+func (d *door) alone(r *http.Request, frame []byte, id jsonrpc.ID) (frames <-chan runtime.Outbound, gone, end func()) {
+	in := make(chan runtime.Inbound, 2) // the frame, and perhaps its cancel: sends never block
+	out := make(chan runtime.Outbound, 16)
+	go d.rt.ServeOutbound(requestContext(d.sessions.base, r), in, out) // ends when in closes and it drains
+	in <- runtime.Inbound{Frame: frame}
+	if id == nil {
+		close(in)
+	}
+	gone = func() {
+		if id != nil {
+			in <- runtime.Inbound{Frame: d.p.cancel(id)}
+		}
+	}
+	end = func() {
+		if id != nil {
+			close(in)
+		}
+		for range out {
+		}
+	}
+	return out, gone, end
+}
