@@ -26,6 +26,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/stdio"
 )
@@ -69,7 +70,7 @@ func binary(t testing.TB, pkg string) string {
 	v, _ := binaries.LoadOrStore(pkg, &builtBinary{})
 	b := v.(*builtBinary)
 	b.once.Do(func() {
-		b.path = filepath.Join(binDir, filepath.Base(pkg))
+		b.path = hosttest.Exe(filepath.Join(binDir, filepath.Base(pkg)))
 		gobin, err := exec.LookPath("go")
 		if err != nil {
 			gobin = filepath.Join(goruntime.GOROOT(), "bin", "go")

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // Paths of the examples/echo binaries built once by TestMain.
@@ -27,14 +29,14 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		echoPlainBin = filepath.Join(dir, "echo")
+		echoPlainBin = hosttest.Exe(filepath.Join(dir, "echo"))
 		if err := build(echoPlainBin, false); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 2
 		}
 		echoBin = echoPlainBin
 		if raceEnabled {
-			echoBin = filepath.Join(dir, "echo-race")
+			echoBin = hosttest.Exe(filepath.Join(dir, "echo-race"))
 			if err := build(echoBin, true); err != nil {
 				fmt.Fprintln(os.Stderr, "e2e:", err)
 				return 2

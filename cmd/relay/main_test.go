@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	rtBin, rtEcho = filepath.Join(dir, "relay"), filepath.Join(dir, "echo")
+	rtBin, rtEcho = hosttest.Exe(filepath.Join(dir, "relay")), hosttest.Exe(filepath.Join(dir, "echo"))
 	for _, b := range [][2]string{{rtBin, "."}, {rtEcho, "../../examples/echo"}} {
 		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", b[1], err, out)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/relayrt/relay/internal/conformance"
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // TestConformance_OfficialSuiteOverHTTP runs the official MCP conformance suite
@@ -25,7 +26,7 @@ func TestConformance_OfficialSuiteOverHTTP(t *testing.T) {
 	defer cancel()
 	suite := conformance.Prepare(ctx, t)
 
-	bin := filepath.Join(t.TempDir(), "everything")
+	bin := hosttest.Exe(filepath.Join(t.TempDir(), "everything"))
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

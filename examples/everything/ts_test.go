@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // TestInterop_TypeScriptSDKClient runs interop/ts: the official MCP TypeScript SDK
@@ -43,7 +45,7 @@ func TestInterop_TypeScriptSDKClient(t *testing.T) {
 		t.Logf("%s:\n%s", name, out)
 	}
 
-	bin := filepath.Join(t.TempDir(), "everything")
+	bin := hosttest.Exe(filepath.Join(t.TempDir(), "everything"))
 	run("go build", exec.CommandContext(ctx, "go", "build", "-o", bin, "."))
 
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {

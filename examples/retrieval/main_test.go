@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/examples/retrieval/engine"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 var bin string
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	bin = filepath.Join(dir, "retrieval")
+	bin = hosttest.Exe(filepath.Join(dir, "retrieval"))
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)

@@ -1,6 +1,7 @@
 // Package hosttest is the host side of Relay's process tests: it writes JSON-RPC requests to
 // a server's input, reads every frame of its output, and counts what comes back, so that a
-// test can require that every request was answered exactly once and nothing else was.
+// test can require that every request was answered exactly once and nothing else was. Exe
+// names the binaries such tests build so that every OS runs them.
 package hosttest
 
 import (
