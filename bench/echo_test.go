@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/relayrt/relay/bench/load"
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // server is one echo server under benchmark.
@@ -69,11 +70,11 @@ func echoServers(b *testing.B) []*server {
 // buildServers builds Relay's examples/echo and the Go peers into dir, and
 // installs the TypeScript peer's packages if needed, all concurrently.
 func buildServers(dir string) []*server {
-	relay := &server{name: "relay", cmd: []string{filepath.Join(dir, "relay")}}
-	gosdk := &server{name: "gosdk", cmd: []string{filepath.Join(dir, "gosdk")}}
-	mcpgo := &server{name: "mcpgo", cmd: []string{filepath.Join(dir, "mcpgo")}}
+	relay := &server{name: "relay", cmd: []string{hosttest.Exe(filepath.Join(dir, "relay"))}}
+	gosdk := &server{name: "gosdk", cmd: []string{hosttest.Exe(filepath.Join(dir, "gosdk"))}}
+	mcpgo := &server{name: "mcpgo", cmd: []string{hosttest.Exe(filepath.Join(dir, "mcpgo"))}}
 	ts := &server{name: "ts"}
-	limit := &server{name: "limit", cmd: []string{filepath.Join(dir, "limit")}}
+	limit := &server{name: "limit", cmd: []string{hosttest.Exe(filepath.Join(dir, "limit"))}}
 
 	// go test puts its own GOROOT/bin first in PATH.
 	goTool := "go"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relayrt/relay/bench/httpload"
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // The Streamable HTTP servers: Relay's examples/echo with -http (built by
@@ -37,9 +38,9 @@ func httpServers(b *testing.B) []*server {
 				*relay = *s
 			}
 		}
-		gosdk := &server{name: "gosdk", cmd: []string{filepath.Join(buildDir, "gosdkhttp")}}
-		mcpgo := &server{name: "mcpgo", cmd: []string{filepath.Join(buildDir, "mcpgohttp")}}
-		bare := &server{name: "bare", cmd: []string{filepath.Join(buildDir, "barehttp"), "-text", httpText}}
+		gosdk := &server{name: "gosdk", cmd: []string{hosttest.Exe(filepath.Join(buildDir, "gosdkhttp"))}}
+		mcpgo := &server{name: "mcpgo", cmd: []string{hosttest.Exe(filepath.Join(buildDir, "mcpgohttp"))}}
+		bare := &server{name: "bare", cmd: []string{hosttest.Exe(filepath.Join(buildDir, "barehttp")), "-text", httpText}}
 
 		goTool := "go"
 		if p, err := exec.LookPath("go"); err == nil {

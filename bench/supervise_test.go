@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/relayrt/relay/internal/hosttest"
 )
 
 // relayCLI builds cmd/relay once, next to the echo servers.
 var relayCLI = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(buildDir, "relay-cli")
+	bin := hosttest.Exe(filepath.Join(buildDir, "relay-cli"))
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		gobin = "go"
