@@ -27,6 +27,7 @@ import (
 //	exitearly  legacy, but exits on its fourth tools/call
 //	stubborn   legacy, but does not exit when its stdin closes
 //	deaf       legacy, but stops reading at its first tools/call
+//	oops       writes "oops" to stderr and exits at once, reading nothing
 const fakeEnv = "RELAY_LOAD_FAKE_SERVER"
 
 func TestMain(m *testing.M) {
@@ -45,6 +46,10 @@ func durationMS(n int) time.Duration { return time.Duration(n) * time.Millisecon
 // answers come out of order, and each answer follows a progress
 // notification.
 func fakeServer(mode string) int {
+	if mode == "oops" {
+		os.Stderr.WriteString("oops\n")
+		return 0
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 64<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -412,9 +417,11 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestHandshakeFailure(t *testing.T) {
-	// sh exits at once: the handshake sees stdout close, and the error
-	// carries the server's stderr.
-	_, err := Run(t.Context(), Config{Command: []string{"sh", "-c", "echo oops >&2"}, Tool: "echo", Requests: 1})
+	// The server exits at once: the handshake sees stdout close, and the
+	// error carries the server's stderr.
+	cfg := fakeConfig(t, "oops", "echo", "")
+	cfg.Requests = 1
+	_, err := Run(t.Context(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "oops") {
 		t.Errorf("err = %v, want one carrying the server's stderr", err)
 	}
