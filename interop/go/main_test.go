@@ -31,19 +31,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		os.Exit(2)
 	}
-	echoBin = filepath.Join(dir, "echo")
+	echoBin = exe(filepath.Join(dir, "echo"))
 	if err := build(echoBin, "./examples/echo"); err != nil {
 		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		os.Exit(2)
 	}
-	relayBin = filepath.Join(dir, "relay")
+	relayBin = exe(filepath.Join(dir, "relay"))
 	if err := build(relayBin, "./cmd/relay"); err != nil {
 		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, "interop:", err)
 		os.Exit(2)
 	}
-	everythingBin, everythingErr = buildOptional(filepath.Join(dir, "everything"), "examples/everything")
+	everythingBin, everythingErr = buildOptional(exe(filepath.Join(dir, "everything")), "examples/everything")
 	if everythingErr != nil {
 		fmt.Fprintf(os.Stderr, "interop: the examples/everything tests will skip: %v\n", everythingErr)
 	}
@@ -62,6 +62,15 @@ func buildOptional(out, dir string) (string, error) {
 }
 
 func repoRoot() string { return filepath.Join("..", "..") }
+
+// exe returns the path a built binary is given: with ".exe" on Windows, where os/exec runs no
+// file without an extension (go build -o writes exactly the name it is given).
+func exe(path string) string {
+	if goruntime.GOOS == "windows" {
+		return path + ".exe"
+	}
+	return path
+}
 
 // build compiles a main package of the Relay module into out, from the repository root.
 func build(out, pkg string) error {
