@@ -44,7 +44,7 @@ func BenchmarkIdleInFlight(b *testing.B) {
 		release := make(chan struct{})
 		srv := relayrt.NewServer(relayrt.Profile{
 			NewSession: func(*relayrt.Peer) relayrt.Session { return idleSession{&started, release} },
-		}, relayrt.WithLogger(zap.NewNop()), relayrt.WithMaxInFlight(n), relayrt.WithQueue(0))
+		}, relayrt.WithLogger(zap.NewNop()), relayrt.WithBudget(n, 0))
 		ctx := context.Background()
 		conn := srv.Connect(ctx)
 		go func() { // drain the answers at the end

@@ -38,8 +38,8 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 	case modern && req.Method == "server/discover" && s.b.legacy:
 		return runtime.Route{Result: s.b.discoverFromInit()}
 	case modern && req.Method == "subscriptions/listen" && !s.b.legacy:
-		// A stream for the connection's life: it does not count against the in-flight limit.
-		return runtime.Route{LongLived: true, Handler: s.listen}
+		// A stream for the connection's life; it counts against the budget as any request does.
+		return runtime.Route{Handler: s.listen}
 	case modern:
 		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
 	case req.Method == "initialize":

@@ -86,7 +86,7 @@ func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime
 	case "server/discover":
 		return runtime.Route{Result: ss.s.discoverResult()}
 	case "subscriptions/listen":
-		return runtime.Route{LongLived: true, Handler: ss.s.listen}
+		return runtime.Route{Handler: ss.s.listen}
 	}
 	if slices.Contains(removedMethods, req.Method) {
 		return runtime.Route{Err: errMethodNotFound(req.Method, " (removed in 2026-07-28)")}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,21 +37,12 @@ type event struct {
 	call   *call
 }
 
-type entryState uint8
-
-const (
-	queued entryState = iota
-	running
-)
-
 // entry is the dispatcher's record of one request in flight.
 type entry struct {
-	req       Request // one allocation for both
-	key       string
+	req       Request // one allocation for both; its ID is the entry's key in the table
 	handler   Handler
 	cancel    context.CancelCauseFunc
-	state     entryState
-	long      bool
+	size      int  // bytes of the frame it holds, counted against the budget
 	cancelled bool // by the peer
 	abandoned bool // at the drain deadline
 	batch     *batch
@@ -80,9 +72,8 @@ type dispatcher struct {
 	drainCh chan struct{}
 
 	table    map[string]*entry
-	queue    []*entry
-	running  int // request actors that count against the limit
-	actors   int // all request actors alive
+	bytes    int // frame bytes held by the requests in the table
+	actors   int // request actors alive (some may have left the table at the drain deadline)
 	pending  map[string]*call
 	nextCall int64
 
@@ -218,15 +209,6 @@ func (d *dispatcher) beginDrain() {
 // abandon cancels everything still in flight at the drain deadline.
 func (d *dispatcher) abandon() {
 	d.abandoned = true
-	for _, e := range d.queue {
-		d.forget(e)
-		var frame []byte
-		if d.p.Abandoned != nil {
-			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
-		}
-		d.finish(e.batch, e.req.ID, frame)
-	}
-	d.queue = nil
 	for _, e := range d.table {
 		e.abandoned = true
 		e.cancel(ErrAbandoned)
@@ -295,7 +277,9 @@ func (d *dispatcher) frame(f []byte) {
 				"Invalid request: a batch member must be an object")))
 			continue
 		}
-		d.message(m, b)
+		// A member that becomes a request in flight holds its own copy, so that what it is
+		// counted for is what it holds, and the batch's frame is not kept alive by one member.
+		d.message(bytes.Clone(m), b)
 	}
 	b.sealed = true
 	d.flushBatch(b)
@@ -328,7 +312,7 @@ func (d *dispatcher) message(f []byte, b *batch) {
 	case jsonrpc.KindNotification:
 		d.notification(m, f)
 	case jsonrpc.KindRequest:
-		d.request(m, b)
+		d.request(m, b, len(f))
 	}
 }
 
@@ -357,16 +341,6 @@ func (d *dispatcher) cancel(id jsonrpc.ID) {
 		return // unknown or finished: ignored, as every profile allows
 	}
 	e.cancelled = true
-	if e.state == queued {
-		d.removeQueued(e)
-		d.forget(e)
-		var frame []byte
-		if d.p.Cancelled != nil {
-			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
-		}
-		d.finish(e.batch, e.req.ID, frame)
-		return
-	}
 	e.cancel(ErrCancelled)
 }
 
@@ -390,8 +364,9 @@ func (d *dispatcher) response(m jsonrpc.Message) {
 	c.reply <- callReply{result: m.Result}
 }
 
-// request handles a request from the peer; b is its batch, or nil.
-func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
+// request handles a request from the peer; b is its batch, or nil; size is the length of the
+// frame it came in, which its ID and Params keep alive.
+func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 	if d.stopReading {
 		return // arrived after a shutdown route: never started
 	}
@@ -431,25 +406,18 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch) {
 		}
 		return
 	}
-	key := string(m.ID)
-	e.key, e.handler, e.long, e.req.e = key, r.Handler, r.LongLived, e
-	d.table[key] = e
-	if b != nil {
-		b.pending++
-	}
-	switch {
-	case e.long || d.running < d.s.opts.maxInFlight:
-		d.start(e)
-	case len(d.queue) < d.s.opts.queue:
-		d.queue = append(d.queue, e)
-	default:
-		delete(d.table, key)
-		if b != nil {
-			b.pending--
-		}
-		d.peerLog().Warn("refused a request: in-flight limit and queue are full", nil,
-			zap.Int("inFlight", d.running), zap.Int("queued", len(d.queue)))
+	if len(d.table) >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes {
+		d.peerLog().Warn("refused a request: the connection's budget for requests in flight is spent", nil,
+			zap.Int("inFlight", len(d.table)), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
+	} else {
+		e.handler, e.size, e.req.e = r.Handler, size, e
+		d.table[string(m.ID)] = e
+		d.bytes += size
+		if b != nil {
+			b.pending++
+		}
+		d.start(e)
 	}
 	if r.Shutdown {
 		d.shutdown()
@@ -465,10 +433,6 @@ func (d *dispatcher) shutdown() {
 }
 
 func (d *dispatcher) start(e *entry) {
-	e.state = running
-	if !e.long {
-		d.running++
-	}
 	d.actors++
 	ctx, cancel := context.WithCancelCause(d.base)
 	e.cancel = cancel
@@ -556,12 +520,12 @@ func (d *dispatcher) event(ev event) {
 	case evPeer:
 		d.write(ev.frame)
 	case evNotify:
-		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
+		if d.table[string(e.req.ID)] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more
 		}
 		d.emit(Outbound{Frame: ev.frame, Request: e.req.ID})
 	case evCall:
-		if d.table[e.key] != e {
+		if d.table[string(e.req.ID)] != e {
 			ev.call.reply <- callReply{err: ErrConnectionClosed}
 			return
 		}
@@ -573,9 +537,6 @@ func (d *dispatcher) event(ev event) {
 	case evDone:
 		d.becameIdle(e.w)
 		d.actors--
-		if !e.long {
-			d.running--
-		}
 		d.forget(e)
 		frame := ev.frame
 		switch {
@@ -590,35 +551,18 @@ func (d *dispatcher) event(ev event) {
 			}
 		}
 		d.finish(e.batch, e.req.ID, frame)
-		d.startQueued()
 	}
 }
 
-// forget removes an entry from the table and drops its calls to the peer.
+// forget removes an entry from the table, gives back what it held of the budget, and drops
+// its calls to the peer.
 func (d *dispatcher) forget(e *entry) {
-	if d.table[e.key] == e {
-		delete(d.table, e.key)
+	if d.table[string(e.req.ID)] == e {
+		delete(d.table, string(e.req.ID))
+		d.bytes -= e.size
 	}
 	for _, id := range e.calls {
 		delete(d.pending, id)
-	}
-}
-
-func (d *dispatcher) startQueued() {
-	for len(d.queue) > 0 && d.running < d.s.opts.maxInFlight && !d.abandoned {
-		e := d.queue[0]
-		d.queue[0] = nil
-		d.queue = d.queue[1:]
-		d.start(e)
-	}
-}
-
-func (d *dispatcher) removeQueued(e *entry) {
-	for i, q := range d.queue {
-		if q == e {
-			d.queue = append(d.queue[:i], d.queue[i+1:]...)
-			return
-		}
 	}
 }
 

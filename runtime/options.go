@@ -16,33 +16,57 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 type options struct {
-	maxInFlight  int
-	queue        int
+	maxRequests  int
+	maxBytes     int
 	drainTimeout time.Duration
 	retryAfter   time.Duration
 	logger       *zap.Logger
 }
 
+// Default admission budgets of one connection; see WithBudget.
+const (
+	DefaultMaxRequests = 1 << 17  // 131,072 requests in flight
+	DefaultMaxBytes    = 64 << 20 // 64 MiB of request frames in flight
+)
+
 func defaultOptions() options {
 	return options{
-		maxInFlight:  4096,
-		queue:        4096,
+		maxRequests:  DefaultMaxRequests,
+		maxBytes:     DefaultMaxBytes,
 		drainTimeout: 10 * time.Second,
 		retryAfter:   100 * time.Millisecond,
 		logger:       DefaultLogger(),
 	}
 }
 
-// WithMaxInFlight limits how many requests run at once on one connection (default 4,096).
-// Long-lived requests such as subscriptions do not count.
-func WithMaxInFlight(n int) Option {
-	return optionFunc(func(o *options) { o.maxInFlight = max(n, 1) })
-}
-
-// WithQueue sets how many requests beyond the in-flight limit wait for a slot (default 4,096)
-// before new ones are refused with the profile's overload error.
-func WithQueue(n int) Option {
-	return optionFunc(func(o *options) { o.queue = max(n, 0) })
+// WithBudget sets what one connection may hold for its requests in flight (those a handler
+// runs, whether working or parked on a wait; requests answered at once by a Route hold
+// nothing): at most maxRequests of them (default DefaultMaxRequests, 131,072), whose frames
+// come to at most maxBytes (default DefaultMaxBytes, 64 MiB). A frame is counted whole, with
+// everything in it, for as long as its request runs; a member of a batch holds a copy of its
+// own bytes and is counted for those. Zero or less keeps the default.
+//
+// A request either starts at once or, if it would exceed either budget, is refused at once
+// with the profile's overload error (Profile.Overloaded); none waits for another to finish,
+// so a quick request is never held up by long ones, and a connection with 100,000 requests
+// parked in handlers still answers a new one. A frame longer than maxBytes is always refused.
+//
+// Memory therefore stays bounded whatever the peer sends: requests in flight on one
+// connection hold at most maxBytes of frames plus maxRequests × the runtime's own cost per
+// request, plus whatever the handlers keep. That cost, for a handler parked on a channel, is
+// about 3.7 KiB, most of it the worker goroutine's 2 KiB stack and its descriptor (see
+// BenchmarkIdleInFlight in bench/); a handler whose calls go deeper has a 4 KiB stack, as an
+// MCP tool call has (about 7.2 KiB each for examples/echo's sleep tool, timers included). With
+// the defaults: 64 MiB + 131,072 × 3.7 KiB, about 540 MiB, before the handlers' own.
+func WithBudget(maxRequests, maxBytes int) Option {
+	return optionFunc(func(o *options) {
+		if maxRequests > 0 {
+			o.maxRequests = maxRequests
+		}
+		if maxBytes > 0 {
+			o.maxBytes = maxBytes
+		}
+	})
 }
 
 // WithDrainTimeout sets how long requests in flight may run once input has ended (default

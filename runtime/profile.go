@@ -35,7 +35,8 @@ type Profile struct {
 	// FrameTooLarge answers a frame the transport discarded for exceeding its size limit.
 	FrameTooLarge func(limit int) *jsonrpc.Error
 
-	// Overloaded answers a request that found both the in-flight limit and the queue full.
+	// Overloaded answers a request that would exceed the connection's budget for requests in
+	// flight (see WithBudget), at once.
 	Overloaded func(retryAfter time.Duration) *jsonrpc.Error
 
 	// InvalidParams answers a request whose params are present but not a JSON object.
@@ -74,9 +75,6 @@ type Route struct {
 	Result any
 	// Err answers the request at once with an error (see ErrorOf).
 	Err error
-	// LongLived marks a request that may stay open for the life of the connection, such as a
-	// subscription stream; it does not count against the in-flight limit.
-	LongLived bool
 	// Shutdown stops reading after this request is answered: requests that arrive later are
 	// never started, and the connection drains.
 	Shutdown bool

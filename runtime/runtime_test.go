@@ -34,7 +34,7 @@ func (s *testSession) Route(req *runtime.Request) runtime.Route {
 	case "shutdown":
 		return runtime.Route{Result: json.RawMessage(`{}`), Shutdown: true}
 	case "listen":
-		return runtime.Route{LongLived: true, Handler: func(ctx context.Context, r *runtime.Request) (any, error) {
+		return runtime.Route{Handler: func(ctx context.Context, r *runtime.Request) (any, error) {
 			select {
 			case <-r.Draining():
 				return "stream ended", nil
@@ -191,7 +191,7 @@ func TestConcurrency_AllHandlersRunAtOnce(t *testing.T) {
 	}
 }
 
-func TestOverload_QueueThenRefuseWithRetryAfter(t *testing.T) {
+func TestBudget_RequestsOverTheCountRefusedAtOnceAndServedOnceFreed(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 10)
 	c := dial(t, profile(map[string]runtime.Handler{
@@ -200,29 +200,137 @@ func TestOverload_QueueThenRefuseWithRetryAfter(t *testing.T) {
 			<-release
 			return "done", nil
 		},
-	}, false), runtime.WithMaxInFlight(2), runtime.WithQueue(1), runtime.WithRetryAfter(250*time.Millisecond))
-	c.send(req(1, "block"), req(2, "block"), req(3, "block"), req(4, "block"))
+	}, false), runtime.WithBudget(2, 0), runtime.WithRetryAfter(250*time.Millisecond))
+	c.send(req(1, "block"), req(2, "block"))
 	<-started
 	<-started
-	m := c.next() // request 4 finds the limit and the queue full: refused at once
-	if string(m["id"]) != "4" || errCode(m) != -32011 {
-		t.Fatalf("want id 4 refused with the overload error, got %s", mustJSON(m))
+	c.send(req(3, "block")) // a third would exceed the budget: refused at once, not queued
+	m := c.next()
+	if string(m["id"]) != "3" || errCode(m) != -32011 {
+		t.Fatalf("want id 3 refused with the overload error, got %s", mustJSON(m))
 	}
 	if !strings.Contains(string(m["error"]), `"retryAfterMs":250`) {
 		t.Errorf("overload error does not say when to retry: %s", m["error"])
 	}
-	// The reader is never blocked: an answer-at-once request still gets through.
+	// A request answered at once holds nothing, so it is answered even with the budget spent.
 	c.send(req(5, "now"))
-	if m := c.next(); string(m["id"]) != "5" {
-		t.Fatalf("want id 5 answered while overloaded, got %s", mustJSON(m))
+	if m := c.next(); string(m["id"]) != "5" || m["result"] == nil {
+		t.Fatalf("want id 5 answered while the budget is spent, got %s", mustJSON(m))
 	}
+	release <- struct{}{} // one of 1 and 2 finishes
+	if m := c.next(); (string(m["id"]) != "1" && string(m["id"]) != "2") || m["result"] == nil {
+		t.Fatalf("want 1 or 2 answered, got %s", mustJSON(m))
+	}
+	c.send(req(4, "block")) // the freed place is taken by the next request
+	<-started
+	close(release)
+	ids := map[string]bool{}
+	for range 2 {
+		m := c.next()
+		if m["result"] == nil {
+			t.Fatalf("want results, got %s", mustJSON(m))
+		}
+		ids[string(m["id"])] = true
+	}
+	if !ids["4"] {
+		t.Fatalf("request 4, sent after a place freed, was not served: %v", ids)
+	}
+}
+
+func TestBudget_FrameBytesOverTheBudgetRefusedAtOnceAndServedOnceFreed(t *testing.T) {
+	// Bytes are counted, not requests: with room for one large frame, a second large one is
+	// refused while small ones still start, and once the large one finishes the next is served.
+	bigRelease, release := make(chan struct{}), make(chan struct{})
+	started := make(chan string, 10)
+	c := dial(t, profile(map[string]runtime.Handler{
+		"big": func(ctx context.Context, r *runtime.Request) (any, error) {
+			started <- string(r.ID)
+			<-bigRelease
+			return "big done", nil
+		},
+		"small": func(ctx context.Context, r *runtime.Request) (any, error) {
+			started <- string(r.ID)
+			<-release
+			return "small done", nil
+		},
+	}, false), runtime.WithBudget(0, 1000))
+	big := func(id int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"big","params":{"pad":%q}}`, id, strings.Repeat("x", 560))
+	}
+	c.send(big(1))
+	if id := <-started; id != "1" {
+		t.Fatalf("started %s, want 1", id)
+	}
+	c.send(big(2)) // 2 × ~600 bytes > 1000
+	if m := c.next(); string(m["id"]) != "2" || errCode(m) != -32011 {
+		t.Fatalf("want the second large frame refused with the overload error, got %s", mustJSON(m))
+	}
+	c.send(req(3, "small"), req(4, "small"))
+	for range 2 {
+		if id := <-started; id != "3" && id != "4" {
+			t.Fatalf("started %s, want 3 or 4", id)
+		}
+	}
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"small","params":{"pad":%q}}`, strings.Repeat("x", 1000)))
+	if m := c.next(); string(m["id"]) != "5" || errCode(m) != -32011 {
+		t.Fatalf("want a frame longer than the whole budget refused, got %s", mustJSON(m))
+	}
+	bigRelease <- struct{}{}
+	if m := c.next(); string(m["id"]) != "1" || m["result"] == nil {
+		t.Fatalf("want 1 answered, got %s", mustJSON(m))
+	}
+	c.send(big(6))
+	if id := <-started; id != "6" {
+		t.Fatalf("started %s, want 6: the large frame after the first one finished", id)
+	}
+	close(bigRelease)
 	close(release)
 	ids := map[string]bool{}
 	for range 3 {
-		ids[string(c.next()["id"])] = true
+		m := c.next()
+		if m["result"] == nil {
+			t.Fatalf("want results, got %s", mustJSON(m))
+		}
+		ids[string(m["id"])] = true
 	}
-	if !ids["1"] || !ids["2"] || !ids["3"] {
-		t.Fatalf("queued request not run after a slot freed: %v", ids)
+	if !ids["3"] || !ids["4"] || !ids["6"] {
+		t.Fatalf("answered %v, want 3, 4 and 6", ids)
+	}
+}
+
+func TestBudget_BatchMembersCountedEachAtItsOwnLength(t *testing.T) {
+	// Each member of a batch in flight holds a copy of its own bytes, not the whole batch, and
+	// is counted for that: a batch longer than the budget still runs the members that fit,
+	// and the member over the budget is refused inside the batch's answer.
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	c := dial(t, profile(map[string]runtime.Handler{
+		"block": func(ctx context.Context, r *runtime.Request) (any, error) {
+			started <- struct{}{}
+			<-release
+			return "done", nil
+		},
+	}, true), runtime.WithBudget(0, 2*len(req(1, "block"))+10))
+	batch := "[" + req(1, "block") + "," + req(2, "block") + "," + req(3, "block") + "]"
+	c.send(batch)
+	<-started
+	<-started
+	close(release)
+	var answers []map[string]json.RawMessage
+	select {
+	case f := <-c.out:
+		if err := json.Unmarshal(f, &answers); err != nil {
+			t.Fatalf("batch answer %q: %v", f, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no batch answer")
+	}
+	got := map[string]int64{}
+	for _, m := range answers {
+		got[string(m["id"])] = errCode(m)
+	}
+	if len(got) != 3 || got["1"] != 0 || got["2"] != 0 || got["3"] != -32011 {
+		t.Fatalf("want 1 and 2 served and 3 refused with the overload error, got %v", got)
 	}
 }
 
@@ -264,21 +372,6 @@ func TestCancel_AnsweredExactlyOnceWhenProfileSaysSo(t *testing.T) {
 	c.closeInput()
 	if rest := c.rest(); len(rest) != 0 {
 		t.Fatalf("more than one answer: %q", rest)
-	}
-}
-
-func TestCancel_QueuedRequest(t *testing.T) {
-	release := make(chan struct{})
-	c := dial(t, profile(map[string]runtime.Handler{
-		"block": func(ctx context.Context, r *runtime.Request) (any, error) { <-release; return 1, nil },
-	}, true), runtime.WithMaxInFlight(1))
-	c.send(req(1, "block"), req(2, "block"), `{"jsonrpc":"2.0","method":"cancel","params":{"id":2}}`)
-	if m := c.next(); string(m["id"]) != "2" || errCode(m) != -32006 {
-		t.Fatalf("want the queued request cancelled with -32006, got %s", mustJSON(m))
-	}
-	close(release)
-	if m := c.next(); string(m["id"]) != "1" {
-		t.Fatalf("want 1, got %s", mustJSON(m))
 	}
 }
 
@@ -500,7 +593,7 @@ func TestDrain_DeadlineCancelsAndAnswersPerProfile(t *testing.T) {
 			}
 			return nil, ctx.Err()
 		},
-	}, false), runtime.WithDrainTimeout(10*time.Millisecond), runtime.WithMaxInFlight(1))
+	}, false), runtime.WithDrainTimeout(10*time.Millisecond))
 	c.send(req(1, "stuck"), req(2, "stuck"))
 	c.closeInput()
 	rest := c.rest()

@@ -35,7 +35,7 @@ func NewServer(p Profile, opts ...Option) *Server {
 func defaultOverloaded(retryAfter time.Duration) *jsonrpc.Error {
 	ms := retryAfter.Milliseconds()
 	return &jsonrpc.Error{Code: -32000,
-		Message: fmt.Sprintf("Server overloaded: too many requests in flight; retry after %d ms", ms),
+		Message: fmt.Sprintf("Server overloaded: this connection holds as much in flight as it may; retry after %d ms", ms),
 		Data:    map[string]any{"retryAfterMs": ms, "retryable": true}}
 }
 
