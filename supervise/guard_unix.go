@@ -154,10 +154,12 @@ func runGuard(args []string) int {
 	// The child is gone, and so must be all it started: its group, its descendants (here,
 	// where the guard is their reaper) and whatever carries its mark.
 	syscall.Kill(-pid, syscall.SIGKILL)
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 400; i++ {
 		n := killDescendants(os.Getpid(), mark)
 		reapAll()
-		if n == 0 {
+		// A zombie can show this guard as its parent a moment before wait4 can reap it (the
+		// kernel moves a dying child's children over in steps): wait for it too.
+		if n == 0 && !zombieChildren() {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -168,6 +170,18 @@ func runGuard(args []string) int {
 		return 128 + int(e.Signal)
 	}
 	return e.Code
+}
+
+// zombieChildren reports whether the table shows a child of this process that exited and
+// was not reaped yet.
+func zombieChildren() bool {
+	me := os.Getpid()
+	for _, p := range listProcs() {
+		if p.dead && p.ppid == me {
+			return true
+		}
+	}
+	return false
 }
 
 // reapAll reaps every child of the guard that has exited: orphans re-parented to it.
