@@ -104,7 +104,11 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		res, rpcErr, err := c.Call(probe, "initialize", params, nil)
 		if err != nil || rpcErr != nil {
 			b.Close()
-			return nil, fmt.Errorf("bridge: the child answered neither server/discover nor initialize: %v %v", err, rpcErr)
+			why := error(rpcErr)
+			if err != nil {
+				why = err
+			}
+			return nil, fmt.Errorf("bridge: the child answered neither server/discover nor initialize: %w", why)
 		}
 		c.Notify("notifications/initialized", nil)
 		b.init = res
