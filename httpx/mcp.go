@@ -36,11 +36,23 @@ type MCPOptions struct {
 	// ProtectedResource, when set, is served at /.well-known/oauth-protected-resource
 	// (RFC 9728) and named in the WWW-Authenticate header of 401 answers.
 	ProtectedResource *ProtectedResourceMetadata
-	// MaxBody is the largest request body accepted (default 16 MiB); larger ones get 413.
+	// MaxBody is the largest request body accepted (default 16 MiB); larger ones get 413,
+	// before a byte of them is read when their Content-Length says so.
 	MaxBody int64
+	// BodyTimeout is how long a request body may take to arrive once its headers are in
+	// (default 10 s); a body not all in by then is refused with 408 and its connection
+	// closed.
+	BodyTimeout time.Duration
+	// BodyBudget bounds the bytes of request bodies held at once across all clients, from
+	// their first byte until their request is over (default 256 MiB). Each body takes its
+	// share as its bytes arrive; one that would go past the budget is refused with 503 and
+	// Retry-After before more of it is read. It bounds the memory that clients sending large
+	// bodies slowly can hold; keep it well above MaxBody.
+	BodyBudget int64
 	// MaxResponse bounds one answer (default 64 MiB): a larger one is replaced by an
 	// internal error that says so. MaxInFlight bounds the POSTs served at once across all
-	// clients (default 4,096); past it they get 503 with Retry-After.
+	// clients (default 4,096); past it they get 503 with Retry-After. A POST takes its slot
+	// only once its body is in, so that slow bodies hold none.
 	MaxResponse, MaxInFlight int
 	// MaxSessions bounds the initialize-generation sessions (default 1,000).
 	MaxSessions int
@@ -102,7 +114,7 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	h.init(h, "mcp", doorOptions{
 		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
 		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
-		maxBody:     o.MaxBody,
+		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
 		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
 		keepAlive: o.KeepAlive, instance: o.Instance, ops: o.Ops,

@@ -28,14 +28,20 @@ type RCPOptions struct {
 	// session. Without it (the default) the server is stateless: every request is implicitly
 	// initialised at the advertised capabilities.
 	Sessions bool
-	// AllowedOrigins, AllowedHosts, Authenticator, ProtectedResource and MaxBody are as in
+	// AllowedOrigins, AllowedHosts, Authenticator and ProtectedResource are as in
 	// MCPOptions.
 	AllowedOrigins    []string
 	AllowedHosts      []string
 	Authenticator     Authenticator
 	ProtectedResource *ProtectedResourceMetadata
-	MaxBody           int64
-	// MaxResponse and MaxInFlight are as in MCPOptions.
+	// MaxBody (default 16 MiB, 413), BodyTimeout (default 10 s, 408) and BodyBudget
+	// (default 256 MiB of bodies across all clients, 503) are as in MCPOptions; RCP's
+	// refusals carry -32013, -32014 and -32010.
+	MaxBody     int64
+	BodyTimeout time.Duration
+	BodyBudget  int64
+	// MaxResponse (default 64 MiB) and MaxInFlight (default 4,096, taken once the body is
+	// in; 503 and -32010 past it) are as in MCPOptions.
 	MaxResponse, MaxInFlight int
 	// MaxSessions and SessionIdle bound session mode (defaults 1,000 and 10 minutes).
 	MaxSessions int
@@ -75,7 +81,7 @@ func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
 	h.init(h, "rcp", doorOptions{
 		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
 		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
-		maxBody:     o.MaxBody,
+		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
 		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
 		ops:           o.Ops,
