@@ -56,7 +56,7 @@ func run(rounds int, benchtime, readme, svg string) error {
 		for _, step := range []struct{ pattern, benchtime string }{
 			{"^(BenchmarkEcho|BenchmarkFraming)$", benchtime},
 			{"^BenchmarkSleep$", "1x"},        // one batch of 2,560 calls is the measurement
-			{"^BenchmarkIdleInFlight$", "1x"}, // 100,000 requests at once
+			{"^BenchmarkIdleInFlight$", "1x"}, // 10,000 and 100,000 requests parked at once
 		} {
 			prefix := func() string {
 				return fmt.Sprintf("[round %d/%d, %s]", r, rounds, time.Since(started).Round(time.Second))
@@ -131,7 +131,7 @@ func parseLine(line string) (string, map[string]float64, bool) {
 }
 
 func summary(m map[string]float64) string {
-	for _, unit := range []string{"req/s", "x-ideal", "B/idle-request", "MB/s"} {
+	for _, unit := range []string{"req/s", "x-ideal", "rss-B/parked", "B/parked", "MB/s"} {
 		if v, ok := m[unit]; ok {
 			return fmt.Sprintf("%.4g %s", v, unit)
 		}
@@ -266,10 +266,17 @@ func writeTables(w io.Writer, res results, rounds int, benchtime string) {
 		}
 		fmt.Fprintf(w, "| %s frames | %s | %s | %s | %.0f %%%s |\n", size, nanos(relay), nanos(scanner), nanos(bare), 100*bare/relay, aim)
 	}
-	if v, ok := res.median("BenchmarkIdleInFlight", "B/idle-request"); ok {
-		stack, _ := res.median("BenchmarkIdleInFlight", "stack-B/idle-request")
-		fmt.Fprintf(w, "\nMemory per idle in-flight request (100,000 blocked in handlers, heap and stacks): %s, of which %s of stack (aim ≤ 4 KiB).\n",
-			bytesize(v), bytesize(stack))
+	const idle, sleep = "BenchmarkIdleInFlight/server=idle/parked=100000", "BenchmarkIdleInFlight/server=relay/parked=100000"
+	if v, ok := res.median(idle, "B/parked"); ok {
+		stack, _ := res.median(idle, "stack-B/parked")
+		fmt.Fprintf(w, "\nMemory per request parked in a handler (100,000 parked at once on a stdio server): %s of Go heap and stacks, of which %s of stack", bytesize(v), bytesize(stack))
+		if rss, ok := res.median(idle, "rss-B/parked"); ok {
+			fmt.Fprintf(w, "; %s resident", bytesize(rss))
+		}
+		if rss, ok := res.median(sleep, "rss-B/parked"); ok {
+			fmt.Fprintf(w, "; an MCP tool call parked in examples/echo's sleep, %s resident", bytesize(rss))
+		}
+		fmt.Fprint(w, " (aim ≤ 4 KiB).\n")
 	}
 }
 
