@@ -10,6 +10,11 @@
 // reading goes on. Every frame written is exactly one line: a frame that contains a newline is
 // compacted first, and nothing but frames is ever written.
 //
+// The reader queues at most 64 frames for the dispatcher. The dispatcher never waits for a
+// handler (see the runtime package's admission budgets), only for the writer: when the peer
+// stops reading its answers, the writer blocks, the dispatcher waits, the queue fills, and the
+// reader stops reading until the peer reads again.
+//
 // ServeStdio protects the protocol stream: it keeps a private duplicate of file descriptor 1
 // for frames and points descriptor 1 at stderr (on Windows: a duplicate of the standard
 // output handle, and the handle and os.Stdout pointed at stderr), so a stray fmt.Println in a
