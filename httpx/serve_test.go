@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"testing"
@@ -63,5 +64,74 @@ func TestServe_ShutdownAnswersListenStreams(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve = %v", err)
+	}
+}
+
+// TestServe_ConnectionCap: with MaxConns connections open, Serve accepts no more; a client
+// beyond the cap waits (in the listen backlog) and is served as soon as one closes.
+func TestServe_ConnectionCap(t *testing.T) {
+	f := newFixture(t, nil) // for its handler; served here by httpx.Serve
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- httpx.Serve(ctx, ln, f.h, &httpx.ServerOptions{MaxConns: 3, ShutdownTimeout: time.Second})
+	}()
+	defer func() {
+		stop()
+		if err := await(t, served, "Serve to return"); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	body, hdr := modernCall(1, "tools/list", nil)
+	post := func(conn net.Conn) (int, error) {
+		req := f.request(context.Background(), http.MethodPost, body, hdr...)
+		req.URL.Host, req.Host = ln.Addr().String(), "127.0.0.1"
+		if err := req.Write(conn); err != nil {
+			return 0, err
+		}
+		status, _, _, err := response(conn, waitLong)
+		return status, err
+	}
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := range 3 { // each served once, then kept open
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		if status, err := post(conn); status != 200 {
+			t.Fatalf("connection %d: %d %v", i, status, err)
+		}
+	}
+	extra, err := net.Dial("tcp", ln.Addr().String()) // the kernel completes it; Serve does not accept it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	answered := make(chan error, 1)
+	go func() {
+		status, err := post(extra)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("status %d", status)
+		}
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		t.Fatalf("a fourth connection was served with 3 open and MaxConns 3 (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	held[0].Close()
+	if err := await(t, answered, "the fourth connection to be served once one closed"); err != nil {
+		t.Errorf("the fourth connection: %v", err)
 	}
 }
