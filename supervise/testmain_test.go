@@ -14,10 +14,10 @@ const tcPortableEnv = "SUPERVISE_TEST_PORTABLE"
 // before goleak or flags are involved; otherwise it runs the tests and checks that none
 // left a goroutine running.
 func TestMain(m *testing.M) {
-	GuardMain()
 	if os.Getenv(tcPortableEnv) != "" {
-		portable = true
+		portable = true // first: a guard started from this binary must take the portable path too
 	}
+	GuardMain()
 	runTestChildIfAsked()
 	goleak.VerifyTestMain(m)
 }
