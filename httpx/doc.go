@@ -1,20 +1,37 @@
-// Package httpx serves Relay's protocols over HTTP. This file set holds MCP's Streamable
-// HTTP for both generations, as a thin adapter over the same runtime dispatcher stdio uses:
+// Package httpx serves Relay's protocols over HTTP: MCP's Streamable HTTP, both generations,
+// and RCP/1's HTTP binding, as thin adapters over the same runtime dispatcher stdio uses.
 //
-//   - 2026-07-28 (stateless): every POST is a connection of its own. Its one request runs in a
-//     fresh dispatcher; frames that belong to the request (progress, logs) switch the reply
-//     from one JSON object to an SSE stream when the client accepts one; the final response
-//     ends the reply. Closing the stream cancels the request (a cancel message to the
-//     dispatcher, as on stdio). No session is minted, echoed or required.
-//   - the initialize generation (2025-03-26, 2025-06-18, 2025-11-25): initialize mints a
+//   - MCP 2026-07-28 (stateless): every POST is a connection of its own. Its one request runs
+//     in a fresh dispatcher; frames that belong to the request (progress, logs) switch the
+//     reply from one JSON object to an SSE stream when the client accepts one; the final
+//     response ends the reply. Closing the stream cancels the request (a cancel message to
+//     the dispatcher, as on stdio). No session is minted, echoed or required.
+//   - MCP's initialize generation (2025-03-26, 2025-06-18, 2025-11-25): initialize mints a
 //     random Mcp-Session-Id, and that session's requests share one long-lived dispatcher, so
 //     legacy state (log level, subscriptions, server-to-client requests and the client's
-//     POSTed answers) lives exactly where it does on stdio. Sessions are bounded, expire when
-//     idle, and the least recently used idle one is evicted first.
+//     POSTed answers) lives exactly where it does on stdio.
+//   - RCP/1 (POST <base>/<method>): stateless by default, every request in a dispatcher of
+//     its own; in session mode, initialize opens a session as MCP's does.
+//
+// Both protocols enter through one door (entry.go): the endpoint, Host and Origin, CORS,
+// authentication, the rate limit, the body, the in-flight slot, then the protocol's dispatch,
+// whose answer goes back through one streaming loop (respond.go). What differs between them
+// is a small protocol interface.
 //
 // Security is on by default: Origin is checked on every request (absent, or a loopback origin
 // on any port, is allowed; others only when configured), Host must name a loopback address
-// unless other hosts are configured, bodies are limited while they are read, and an
-// Authenticator, when set, runs before anything reaches the dispatcher and puts the principal
-// in the request's context.
+// unless other hosts are configured, and an Authenticator, when set, runs before the body is
+// read and puts the principal in the request's context.
+//
+// Admission is bounded everywhere a client could hold what others need (admission.go):
+// connections (ServerOptions.MaxConns, in Serve), the time a body may take (BodyTimeout), its
+// size (MaxBody, refused from its Content-Length before it is read), the bytes of all bodies
+// held at once (BodyBudget), the requests served at once (MaxInFlight, a slot taken only once
+// the body is in), and sessions, in all and per client (MaxSessions, MaxSessionsPerClient).
+// When the session table is full, the session that has waited longest on its client (idle,
+// or holding a server-to-client request unanswered) is evicted; sessions are never locked up
+// by clients that do not answer. Each limit and its default is documented on its option.
+//
+// A handler owns its sessions: each is an actor (session.go) that a handler's Close ends and
+// waits for, those evicted, expired or deleted before included.
 package httpx

@@ -54,8 +54,18 @@ type MCPOptions struct {
 	// clients (default 4,096); past it they get 503 with Retry-After. A POST takes its slot
 	// only once its body is in, so that slow bodies hold none.
 	MaxResponse, MaxInFlight int
-	// MaxSessions bounds the initialize-generation sessions (default 1,000).
-	MaxSessions int
+	// MaxSessions bounds the initialize-generation sessions (default 1,000), and
+	// MaxSessionsPerClient those of one client (default 100): its principal when
+	// authenticated, else its remote address (behind a proxy, every anonymous client shares
+	// the proxy's). To make room for a new session, the one that has waited longest on its
+	// client is evicted, among the client's own at its limit and among all when the table is
+	// full: a session waits on its client while idle, and while a request of the server's to
+	// the client (sampling, elicitation, roots) is unanswered, so sessions that hold such
+	// requests unanswered cannot lock newcomers out. The evicted session's open POSTs get a
+	// retryable -32000 error that says so, its requests are cancelled, and its id is 404. A
+	// session working for its client with no such request pending is never evicted; when all
+	// are, initialize is refused with 503 (429 at the client's limit) and Retry-After.
+	MaxSessions, MaxSessionsPerClient int
 	// SessionIdle is how long an unused session lives (default 10 minutes).
 	SessionIdle time.Duration
 	// KeepAlive is the interval of SSE comment lines on long streams (default 15 s).
@@ -116,7 +126,7 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
 		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
-		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
+		maxSessions: o.MaxSessions, perClient: o.MaxSessionsPerClient, sessionIdle: o.SessionIdle,
 		keepAlive: o.KeepAlive, instance: o.Instance, ops: o.Ops,
 		sessionHeader: "Mcp-Session-Id",
 		methods:       "POST, DELETE, OPTIONS",

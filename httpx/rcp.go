@@ -43,9 +43,12 @@ type RCPOptions struct {
 	// MaxResponse (default 64 MiB) and MaxInFlight (default 4,096, taken once the body is
 	// in; 503 and -32010 past it) are as in MCPOptions.
 	MaxResponse, MaxInFlight int
-	// MaxSessions and SessionIdle bound session mode (defaults 1,000 and 10 minutes).
-	MaxSessions int
-	SessionIdle time.Duration
+	// MaxSessions (default 1,000), MaxSessionsPerClient (default 100) and SessionIdle
+	// (default 10 minutes) bound session mode, with the eviction policy of MCPOptions: the
+	// session idle longest goes to make room, and when every one is working, initialize is
+	// refused with 503 and -32010 (429 and -32011 at the client's limit).
+	MaxSessions, MaxSessionsPerClient int
+	SessionIdle                       time.Duration
 	// Logger logs refusals and failures (default: the runtime's, on stderr).
 	Logger *zap.Logger
 	// Runtime options for the dispatchers.
@@ -83,7 +86,7 @@ func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
 		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
 		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
-		maxSessions: o.MaxSessions, sessionIdle: o.SessionIdle,
+		maxSessions: o.MaxSessions, perClient: o.MaxSessionsPerClient, sessionIdle: o.SessionIdle,
 		ops:           o.Ops,
 		sessionHeader: "RCP-Session",
 		methods:       "POST, OPTIONS",

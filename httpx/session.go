@@ -419,7 +419,7 @@ func (h *sessionHost) open(r *http.Request, rt *runtime.Server, p protocol, inst
 	}
 	if victim != nil {
 		h.removeLocked(victim.id)
-		victim.close()
+		victim.evict()
 	}
 	h.live.Add(1)
 	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, instance, h.live.Done)
@@ -430,21 +430,56 @@ func (h *sessionHost) open(r *http.Request, rt *runtime.Server, p protocol, inst
 	return s, 0, true
 }
 
-// admit decides whether a new session of client fits: at once, or by evicting the least
-// recently used idle session, or not (why: every session is busy).
+// admit decides whether a new session of client fits: at once, or by evicting a victim, or
+// not (why). The policy, so that busy sessions cannot lock newcomers out: when the client is
+// at its limit of sessions, the one of its own that has waited longest on it goes; when the
+// table is full, the one of all that has waited longest on its client goes. A session waits
+// on its client while it is idle (since it was last used) and while a request of the
+// server's to the client is unanswered (since it was sent: a sampling or elicitation request
+// that nobody answers); a session working for its client, with no such question pending, is
+// never evicted. If every candidate is working, the newcomer is refused: 429 at the client's
+// limit, 503 when the table is full.
 func (h *sessionHost) admit(client string) (victim *session, why refusal, ok bool) {
-	if len(h.byID) < h.max {
-		return nil, 0, true
-	}
-	for _, s := range h.byID {
-		if s.active.Load() == 0 && (victim == nil || s.lastUsed.Load() < victim.lastUsed.Load()) {
-			victim = s
+	switch {
+	case h.clients[client] >= h.perClient:
+		if victim = h.pick(client, true); victim == nil {
+			return nil, refusedClientSessions, false
+		}
+	case len(h.byID) >= h.max:
+		if victim = h.pick("", false); victim == nil {
+			return nil, refusedBusy, false
 		}
 	}
-	if victim == nil {
-		return nil, refusedBusy, false
-	}
 	return victim, 0, true
+}
+
+// pick chooses the session to evict (of client only, when own): the one that has waited
+// longest on its client; nil if every one is working.
+func (h *sessionHost) pick(client string, own bool) *session {
+	var victim *session
+	var oldest int64
+	for _, s := range h.byID {
+		if own && s.client != client {
+			continue
+		}
+		if since, ok := s.waitingOnClient(); ok && (victim == nil || since < oldest) {
+			victim, oldest = s, since
+		}
+	}
+	return victim
+}
+
+// waitingOnClient reports since when the session has waited on its client: since it was last
+// used when idle, or since its oldest unanswered request to the client when busy; false when
+// it is working.
+func (s *session) waitingOnClient() (int64, bool) {
+	if s.active.Load() == 0 {
+		return s.lastUsed.Load(), true
+	}
+	if since := s.waitingSince.Load(); since != 0 {
+		return since, true
+	}
+	return 0, false
 }
 
 // lookup returns the session a request names, if it exists and belongs to the request's
