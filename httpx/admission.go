@@ -65,10 +65,14 @@ func (a *admission) releaseBody(held int64) {
 	}
 }
 
-// firstRead is the buffer a body starts with; it doubles as bytes arrive, each step taken
-// from the budget first, so that what a body holds is what its client has sent (at most
-// twice over), never what its Content-Length promises.
-const firstRead = 512
+// A body is read into chunks that start at firstChunk bytes and double up to maxChunk, each
+// taken from the budget before it is allocated, so that what a body holds is about what its
+// client has sent, never what its Content-Length promises; the chunks are joined once the
+// body is in. Growing one buffer instead would leave a copy of the body behind at every step.
+const (
+	firstChunk = 512
+	maxChunk   = 1 << 20
+)
 
 // readBody reads a POST's body under admission (see admission). It returns the body and the
 // bytes it holds of the budget, which the caller gives back with releaseBody when the request
@@ -92,27 +96,35 @@ func (d *door) readBody(w http.ResponseWriter, r *http.Request) (body []byte, he
 		limit = want
 	}
 	src := http.MaxBytesReader(w, r.Body, d.o.maxBody)
-	for int64(len(body)) != want { // a known length ends the body: no read waits for the EOF it tells
-		into := body[len(body):cap(body)]
-		switch {
-		case len(into) > 0:
-		case int64(len(body)) == limit:
+	var chunks [][]byte
+	total, size := int64(0), int64(firstChunk)
+	for total != want { // a known length ends the body: no read waits for the EOF it tells
+		var into []byte
+		switch last := len(chunks) - 1; {
+		case last >= 0 && len(chunks[last]) < cap(chunks[last]):
+			into = chunks[last][len(chunks[last]):cap(chunks[last])]
+		case total == limit:
 			into = make([]byte, 1) // a chunked body at MaxBody: one byte more says whether it goes past
 		default:
-			next := min(max(2*int64(cap(body)), firstRead), limit)
-			if !d.take(next - int64(cap(body))) {
+			next := min(size, limit-total)
+			if !d.take(next) {
 				w.Header().Set("Retry-After", "1")
 				return refuse(refusedBusy, "Server busy: request bodies in flight are at the server's limit; retry shortly")
 			}
-			held += next - int64(cap(body))
-			body = append(make([]byte, 0, next), body...)
-			into = body[len(body):next]
+			held += next
+			size = min(2*size, maxChunk)
+			chunks = append(chunks, make([]byte, 0, next))
+			into = chunks[len(chunks)-1][:next]
 		}
 		n, err := src.Read(into)
-		if n > 0 && cap(into) == 1 && int64(len(body)) == limit {
-			err = &http.MaxBytesError{Limit: d.o.maxBody}
-		} else {
-			body = body[:len(body)+n]
+		if total == limit && len(into) == 1 {
+			if n > 0 {
+				err = &http.MaxBytesError{Limit: d.o.maxBody}
+			}
+		} else if n > 0 {
+			last := len(chunks) - 1
+			chunks[last] = chunks[last][:len(chunks[last])+n]
+			total += int64(n)
 		}
 		if err == io.EOF {
 			break
@@ -127,6 +139,16 @@ func (d *door) readBody(w http.ResponseWriter, r *http.Request) (body []byte, he
 				return refuse(refusedSlow, fmt.Sprintf("Request timeout: the body did not arrive within %s", d.o.bodyTimeout))
 			}
 			return refuse(refusedBody, "Bad request: the body could not be read")
+		}
+	}
+	switch len(chunks) {
+	case 0:
+	case 1:
+		body = chunks[0]
+	default:
+		body = make([]byte, 0, total)
+		for _, c := range chunks {
+			body = append(body, c...)
 		}
 	}
 	if deadline {

@@ -47,7 +47,9 @@ type MCPOptions struct {
 	// their first byte until their request is over (default 256 MiB). Each body takes its
 	// share as its bytes arrive; one that would go past the budget is refused with 503 and
 	// Retry-After before more of it is read. It bounds the memory that clients sending large
-	// bodies slowly can hold; keep it well above MaxBody.
+	// bodies slowly can hold, whatever their number (the process's heap may still reach about
+	// twice the budget before Go's collector runs, at the default GOGC); keep it well above
+	// MaxBody.
 	BodyBudget int64
 	// MaxResponse bounds one answer (default 64 MiB): a larger one is replaced by an
 	// internal error that says so. MaxInFlight bounds the POSTs served at once across all
