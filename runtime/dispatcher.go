@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -37,14 +38,16 @@ type event struct {
 	call   *call
 }
 
-// entry is the dispatcher's record of one request in flight.
+// entry is the dispatcher's record of one request in flight. It fits the allocator's 160-byte
+// size class; size is an int32 so that it still does.
 type entry struct {
-	req       Request // one allocation for both; its ID is the entry's key in the table
+	req       Request // one allocation for both
+	key       string  // the id, copied: nothing a handler does to req.ID can lose the entry
 	handler   Handler
 	cancel    context.CancelCauseFunc
-	size      int  // bytes of the frame it holds, counted against the budget
-	cancelled bool // by the peer
-	abandoned bool // at the drain deadline
+	size      int32 // bytes of the frame it holds, counted against the budget
+	cancelled bool  // by the peer
+	abandoned bool  // at the drain deadline
 	batch     *batch
 	calls     []string // our requests to the peer on its behalf
 	w         *worker  // the worker running it
@@ -84,7 +87,6 @@ type dispatcher struct {
 
 	draining    bool
 	stopReading bool
-	abandoned   bool
 	deadline    <-chan time.Time
 }
 
@@ -208,7 +210,6 @@ func (d *dispatcher) beginDrain() {
 
 // abandon cancels everything still in flight at the drain deadline.
 func (d *dispatcher) abandon() {
-	d.abandoned = true
 	for _, e := range d.table {
 		e.abandoned = true
 		e.cancel(ErrAbandoned)
@@ -406,13 +407,14 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		}
 		return
 	}
-	if len(d.table) >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes {
+	if len(d.table) >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes || size > math.MaxInt32 {
 		d.peerLog().Warn("refused a request: the connection's budget for requests in flight is spent", nil,
 			zap.Int("inFlight", len(d.table)), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	} else {
-		e.handler, e.size, e.req.e = r.Handler, size, e
-		d.table[string(m.ID)] = e
+		key := string(m.ID)
+		e.key, e.handler, e.size, e.req.e = key, r.Handler, int32(size), e
+		d.table[key] = e
 		d.bytes += size
 		if b != nil {
 			b.pending++
@@ -520,12 +522,12 @@ func (d *dispatcher) event(ev event) {
 	case evPeer:
 		d.write(ev.frame)
 	case evNotify:
-		if d.table[string(e.req.ID)] != e || (e.cancelled && d.p.Cancelled == nil) {
+		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more
 		}
 		d.emit(Outbound{Frame: ev.frame, Request: e.req.ID})
 	case evCall:
-		if d.table[string(e.req.ID)] != e {
+		if d.table[e.key] != e {
 			ev.call.reply <- callReply{err: ErrConnectionClosed}
 			return
 		}
@@ -557,9 +559,9 @@ func (d *dispatcher) event(ev event) {
 // forget removes an entry from the table, gives back what it held of the budget, and drops
 // its calls to the peer.
 func (d *dispatcher) forget(e *entry) {
-	if d.table[string(e.req.ID)] == e {
-		delete(d.table, string(e.req.ID))
-		d.bytes -= e.size
+	if d.table[e.key] == e {
+		delete(d.table, e.key)
+		d.bytes -= int(e.size)
 	}
 	for _, id := range e.calls {
 		delete(d.pending, id)

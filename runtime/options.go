@@ -49,7 +49,8 @@ func defaultOptions() options {
 // A request either starts at once or, if it would exceed either budget, is refused at once
 // with the profile's overload error (Profile.Overloaded); none waits for another to finish,
 // so a quick request is never held up by long ones, and a connection with 100,000 requests
-// parked in handlers still answers a new one. A frame longer than maxBytes is always refused.
+// parked in handlers still answers a new one. A frame longer than maxBytes (or than 2 GiB) is
+// always refused.
 //
 // Memory therefore stays bounded whatever the peer sends: requests in flight on one
 // connection hold at most maxBytes of frames plus maxRequests × the runtime's own cost per
