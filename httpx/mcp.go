@@ -173,7 +173,7 @@ func (h *MCPHandler) cancel(id jsonrpc.ID) []byte {
 
 func (h *MCPHandler) evicted(id jsonrpc.ID) []byte {
 	return jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: mcp.CodeServerBusy,
-		Message: "Session evicted: the server's session table is full and this session had waited longest on its client; initialize again",
+		Message: "Session evicted: a new session needed room and this one had waited longest on its client; initialize again",
 		Data:    map[string]any{"retryable": true}})
 }
 

@@ -153,7 +153,7 @@ func (h *RCPHandler) cancel(id jsonrpc.ID) []byte {
 
 func (h *RCPHandler) evicted(id jsonrpc.ID) []byte {
 	return jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: rcp.CodeBackendUnavailable,
-		Message: "Session evicted: the server's session table is full; initialize again", Data: map[string]any{"retryable": true}})
+		Message: "Session evicted: a new session needed room and this one had been idle longest; initialize again", Data: map[string]any{"retryable": true}})
 }
 
 func (h *RCPHandler) other(http.ResponseWriter, *http.Request) bool { return false }
