@@ -258,6 +258,9 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				}
 				if stream != nil {
 					select {
+					case <-stream.gone: // its client went away
+						close(stream.out)
+						stream = nil
 					case stream.out <- o:
 					default: // the GET stream is behind: a list change is repeated by the next one
 					}
