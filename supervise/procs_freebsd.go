@@ -42,8 +42,13 @@ func procctl(cmd int, data unsafe.Pointer) error {
 	return nil
 }
 
-// becomeReaper is called by a guard only: it then reaps, with wait4, whatever it adopts.
+// becomeReaper makes a guard the reaper of its child's family; it then reaps, with wait4,
+// whatever it adopts. A supervisor without guards stays no reaper: it would adopt orphans
+// that nothing here finds to reap.
 func becomeReaper() {
+	if os.Getenv(guardEnv) == "" {
+		return
+	}
 	if procctl(procReapAcquire, nil) == nil {
 		reaper.Store(true)
 	}
