@@ -74,29 +74,20 @@ const (
 )
 
 func (o *doorOptions) defaults() {
-	if o.maxBody <= 0 {
-		o.maxBody = defaultMaxBody
-	}
-	if o.bodyTimeout <= 0 {
-		o.bodyTimeout = defaultBodyTimeout
-	}
-	if o.bodyBudget <= 0 {
-		o.bodyBudget = defaultBodyBudget
-	}
-	if o.maxInFlight <= 0 {
-		o.maxInFlight = defaultMaxInFlight
-	}
-	if o.maxResponse <= 0 {
-		o.maxResponse = defaultMaxResponse
-	}
-	if o.maxSessions <= 0 {
-		o.maxSessions = defaultMaxSessions
-	}
-	if o.perClient <= 0 {
-		o.perClient = defaultPerClient
-	}
-	if o.sessionIdle <= 0 {
-		o.sessionIdle = defaultSessionIdle
+	orDefault(&o.maxBody, defaultMaxBody)
+	orDefault(&o.bodyTimeout, defaultBodyTimeout)
+	orDefault(&o.bodyBudget, defaultBodyBudget)
+	orDefault(&o.maxInFlight, defaultMaxInFlight)
+	orDefault(&o.maxResponse, defaultMaxResponse)
+	orDefault(&o.maxSessions, defaultMaxSessions)
+	orDefault(&o.perClient, defaultPerClient)
+	orDefault(&o.sessionIdle, defaultSessionIdle)
+}
+
+// orDefault sets a limit that is zero or negative to its default.
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
 }
 
