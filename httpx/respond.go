@@ -12,7 +12,7 @@ import (
 // to do if the client goes away first, and how the protocol shapes the final answer.
 type reply struct {
 	frames <-chan runtime.Outbound
-	gone   func()              // the client went away before the final frame (nil: nothing)
+	gone   func()              // the client went away before the final frame
 	final  func([]byte) []byte // shapes the final answer (nil: as it is)
 }
 
@@ -31,15 +31,11 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 		select {
 		case <-r.Context().Done():
 			observationOf(r).cancelled()
-			if rp.gone != nil {
-				rp.gone()
-			}
+			rp.gone()
 			return nil, false
 		case <-keepAlive:
 			if sse.comment("keep-alive") != nil {
-				if rp.gone != nil {
-					rp.gone()
-				}
+				rp.gone()
 				return nil, false
 			}
 		case o, ok := <-rp.frames:
@@ -65,9 +61,7 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 					}
 				}
 				if sse.event(frame) != nil {
-					if rp.gone != nil {
-						rp.gone()
-					}
+					rp.gone()
 					return nil, false
 				}
 				continue
