@@ -39,15 +39,7 @@ import (
 //     Mcp-Session-Id). supergateway's stateful mode only applies to this flow: it gives each
 //     session a child of its own.
 func BenchmarkBridge(b *testing.B) {
-	var echo *server
-	for _, s := range echoServers(b) {
-		if s.name == "relay" {
-			echo = s
-		}
-	}
-	if echo.fail != "" || echo.skip != "" {
-		b.Skip("examples/echo is not available")
-	}
+	echo := relayEcho(b)
 	sg, sgSkip := supergateway()
 	for _, c := range []struct {
 		name   string

@@ -67,6 +67,17 @@ func echoServers(b *testing.B) []*server {
 	return servers
 }
 
+// relayEcho returns Relay's examples/echo among echoServers, or skips b when it is not available.
+func relayEcho(b *testing.B) *server {
+	for _, s := range echoServers(b) {
+		if s.name == "relay" && s.fail == "" && s.skip == "" {
+			return s
+		}
+	}
+	b.Skip("examples/echo is not available")
+	return nil
+}
+
 // buildServers builds Relay's examples/echo and the Go peers into dir, and
 // installs the TypeScript peer's packages if needed, all concurrently.
 func buildServers(dir string) []*server {

@@ -19,15 +19,7 @@ import (
 // binary and getting its first answer directly. The supervisor's backoff is set to its
 // minimum, 1 ms, and is included.
 func BenchmarkRestart(b *testing.B) {
-	var echo *server
-	for _, s := range echoServers(b) {
-		if s.name == "relay" {
-			echo = s
-		}
-	}
-	if echo.fail != "" || echo.skip != "" {
-		b.Skip("examples/echo is not available")
-	}
+	echo := relayEcho(b)
 	cli, err := relayCLI()
 	if err != nil {
 		b.Fatal(err)

@@ -27,15 +27,7 @@ var relayCLI = sync.OnceValues(func() (string, error) {
 // examples/echo and through the supervising proxy, in the same run (aim: the proxy keeps at
 // least 70 % of the direct throughput).
 func BenchmarkSupervise(b *testing.B) {
-	var echo *server
-	for _, s := range echoServers(b) {
-		if s.name == "relay" {
-			echo = s
-		}
-	}
-	if echo.fail != "" || echo.skip != "" {
-		b.Skip("examples/echo is not available")
-	}
+	echo := relayEcho(b)
 	cli, err := relayCLI()
 	if err != nil {
 		b.Fatal(err)
