@@ -151,7 +151,6 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	var queue [][]byte
 	quit, evictC := s.quit, s.evictC
 	closing := false // input ends once queue is empty
-	evicted := false
 	defer func() { // the dispatcher has stopped: nothing more for anyone
 		for _, w := range waiters {
 			close(w.out)
@@ -222,7 +221,6 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 			queue = nil // frames not yet taken are not served: their POSTs end with no answer
 		case <-evictC:
 			evictC, quit = nil, nil
-			evicted = true
 			for key, w := range waiters {
 				id := jsonrpc.ID(key)
 				if key == batchKey {
@@ -276,8 +274,8 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				s.noteWaiting(calls)
 			}
 			w := waiters[key]
-			if w == nil || evicted {
-				continue // a session notification, or the client of this request went away
+			if w == nil {
+				continue // a session notification, or nobody waits: the client went away, or eviction ended it
 			}
 			if !s.deliver(w, o) {
 				delete(waiters, key)
