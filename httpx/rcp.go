@@ -268,11 +268,6 @@ func (h *RCPHandler) compactRequest(body []byte) []byte {
 	return append(frame, '}')
 }
 
-// serve dispatches one frame (in the session's dispatcher, or a dispatcher of its own) and
-// writes what comes back: 204 when nothing is owed (notifications), the answer as JSON, or
-// progress as SSE when the client asks for it and the server advertises streaming. When
-// opened, sess was opened for this initialize: a result carries its token, an error closes it.
-
 // serveAlone dispatches a frame in a dispatcher of its own and writes what comes back: 204
 // when nothing is owed (notifications, a batch of them), else the answer as JSON, or progress
 // as SSE when the client asks for it and the server advertises streaming.
