@@ -192,16 +192,16 @@ func (h *MCPHandler) other(w http.ResponseWriter, r *http.Request) bool {
 		if r = h.authenticate(w, r); r == nil {
 			return true
 		}
-		if h.sessions.lookup(r, sid) == nil {
+		var s *session
+		if h.sessions.lookup(r, sid) != nil { // only the session's own principal may end it
+			s = h.sessions.remove(sid)
+		}
+		if s == nil {
 			h.refuse(w, refusedSession, "Not found: no such session; initialize again")
 			return true
 		}
-		if s := h.sessions.remove(sid); s != nil {
-			s.close()
-			w.WriteHeader(http.StatusNoContent)
-			return true
-		}
-		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+		s.close()
+		w.WriteHeader(http.StatusNoContent)
 		return true
 	}
 	return false
@@ -455,7 +455,7 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
 		return
 	}
-	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if !h.sse(r) {
 		h.refuse(w, refusedAccept, "Not acceptable: the GET stream is text/event-stream")
 		return
 	}
