@@ -69,7 +69,6 @@ type ChildOptions struct {
 type Child struct {
 	name      string
 	proc      *process // the process started, the server's pid and how to reach its family
-	pid       int
 	log       *zap.Logger
 	wait      time.Duration
 	frames    chan []byte
@@ -119,29 +118,29 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	c.Env = append(slices.Clip(c.Env), mark) // never the caller's array
 	// The pipes are made here, not by exec, so that a guard can hand the child's ends
 	// straight to the child.
-	var pipes [3][2]*os.File // stdin, stdout, stderr: {read, write}
-	for i := range pipes {
+	var ours, theirs [3]*os.File // stdin, stdout, stderr
+	for i := range ours {
 		r, w, err := os.Pipe()
 		if err != nil {
-			closeAll(pipes[:i])
+			closeFiles(ours[:i])
+			closeFiles(theirs[:i])
 			return nil, fmt.Errorf("supervise: cannot make the pipes for %s: %w", name, err)
 		}
-		pipes[i] = [2]*os.File{r, w}
+		ours[i], theirs[i] = r, w
+		if i == 0 { // the child reads its stdin
+			ours[i], theirs[i] = w, r
+		}
 	}
-	c.Stdin, c.Stdout, c.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	c.Stdin, c.Stdout, c.Stderr = theirs[0], theirs[1], theirs[2]
 	p, err := launch(c, mark)
-	pipes[0][0].Close() // the child's ends: it has its own copies now
-	pipes[1][1].Close()
-	pipes[2][1].Close()
+	closeFiles(theirs[:]) // the child has its own copies now
 	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
+		closeFiles(ours[:])
 		return nil, fmt.Errorf("supervise: cannot start %s: %w", name, err)
 	}
-	stdin, stdout, stderr := pipes[0][1], pipes[1][0], pipes[2][0]
+	stdin, stdout, stderr := ours[0], ours[1], ours[2]
 	ch := &Child{
-		name: name, proc: p, pid: p.pid, log: o.Logger.With(zap.String("child", name), zap.Int("pid", p.pid)),
+		name: name, proc: p, log: o.Logger.With(zap.String("child", name), zap.Int("pid", p.pid)),
 		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
 		done: make(chan struct{}), closed: make(chan struct{}), maxLog: o.MaxBacklog,
 	}
@@ -159,10 +158,9 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	return ch, nil
 }
 
-func closeAll(pipes [][2]*os.File) {
-	for _, p := range pipes {
-		p[0].Close()
-		p[1].Close()
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
 	}
 }
 
@@ -173,7 +171,7 @@ var childSeq atomic.Uint64
 func (c *Child) Name() string { return c.name }
 
 // PID returns the child's process id.
-func (c *Child) PID() int { return c.pid }
+func (c *Child) PID() int { return c.proc.pid }
 
 // Frames delivers the child's stdout, one line per frame; it is closed when stdout ends.
 // While the child runs, a frame nobody takes holds the next one back (and so the child, once

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/relayrt/relay/internal/proc"
 )
 
 const guardSupported = true
@@ -45,7 +47,7 @@ func launchGuarded(c *exec.Cmd, mark string) (*process, error) {
 		return nil, err
 	}
 	g := &exec.Cmd{
-		Path: exe, Args: append([]string{"relay-guard", c.Path}, c.Args[1:]...),
+		Path: exe, Args: append([]string{proc.GuardName, c.Path}, c.Args[1:]...),
 		Env: append(c.Env, guardEnv+"=1"), Dir: c.Dir,
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
 		ExtraFiles: []*os.File{lifeR, statW},

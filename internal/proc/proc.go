@@ -82,9 +82,9 @@ func Children(pid int) []Stat {
 	return out
 }
 
-// guardName is argv[0] of the guard that package supervise puts between a supervisor and
+// GuardName is argv[0] of the guard that package supervise puts between a supervisor and
 // each child it starts.
-const guardName = "relay-guard"
+const GuardName = "relay-guard"
 
 // Supervised returns the live processes a Relay supervisor with pid runs as its children:
 // its children, except that a guard stands for the child it guards.
@@ -106,5 +106,5 @@ func isGuard(pid int) bool {
 		return false
 	}
 	argv0, _, _ := strings.Cut(string(b), "\x00")
-	return argv0 == guardName
+	return argv0 == GuardName
 }
