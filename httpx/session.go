@@ -151,7 +151,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	var queue [][]byte
 	quit, evictC := s.quit, s.evictC
 	closing := false // input ends once queue is empty
-	defer func() { // the dispatcher has stopped: nothing more for anyone
+	defer func() {   // the dispatcher has stopped: nothing more for anyone
 		for _, w := range waiters {
 			close(w.out)
 		}
