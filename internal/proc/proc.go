@@ -41,7 +41,8 @@ func parse(pid int, s string) (Stat, bool) {
 		return Stat{}, false
 	}
 	f := strings.Fields(s[closing+1:]) // field 3 of the line onwards: starttime is the 22nd
-	if len(f) < 20 || len(f[0]) != 1 || f[0][0]|0x20 < 'a' || f[0][0]|0x20 > 'z' { // the state is one letter
+	// The state is one letter.
+	if len(f) < 20 || len(f[0]) != 1 || f[0][0]|0x20 < 'a' || f[0][0]|0x20 > 'z' {
 		return Stat{}, false
 	}
 	st := Stat{PID: pid, Comm: s[open+1 : closing], State: f[0][0]}
