@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -82,7 +83,15 @@ type Child struct {
 	exit      Exit
 	closed    chan struct{} // closed when stdin has been closed
 	closeOnce sync.Once
+	tail      []string // the last lines of stderr, for StderrTail; written by drainStderr before done
 }
+
+// stderrTail is how many of the child's last stderr lines StderrTail keeps, and
+// stderrTailLine how many bytes of each.
+const (
+	stderrTail     = 10
+	stderrTailLine = 512
+)
 
 // StartChild starts a process. The child runs until it exits or Stop is called; cancelling
 // ctx does not stop it (call Stop).
@@ -105,8 +114,8 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 		name = baseName(cmd.Path)
 	}
 	c := exec.Command(cmd.Path, cmd.Args...)
-	if c.Err != nil { // not found in PATH: fail now rather than in a guard
-		return nil, fmt.Errorf("supervise: cannot start %s: %w", name, c.Err)
+	if err := checkProgram(c); err != nil { // not there, or not runnable: fail now rather than in a guard
+		return nil, &StartError{Command: cmd.Path, Err: err}
 	}
 	c.Env, c.Dir = cmd.Env, cmd.Dir
 	if c.Env == nil {
@@ -136,6 +145,9 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	closeFiles(theirs[:]) // the child has its own copies now
 	if err != nil {
 		closeFiles(ours[:])
+		if unrunnable(err) {
+			return nil, &StartError{Command: cmd.Path, Err: err}
+		}
 		return nil, fmt.Errorf("supervise: cannot start %s: %w", name, err)
 	}
 	stdin, stdout, stderr := ours[0], ours[1], ours[2]
@@ -303,9 +315,43 @@ func (c *Child) drainStderr(r io.ReadCloser, done chan<- struct{}) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		c.log.Info(sc.Text(), zap.String("stream", "stderr"))
+		c.keep(sc.Bytes())
 	}
 	if sc.Err() != nil { // a line over 1 MiB: keep draining, unlogged
 		io.Copy(io.Discard, r)
+	}
+}
+
+// keep adds a line of stderr to the tail.
+func (c *Child) keep(line []byte) {
+	if len(c.tail) == stderrTail {
+		c.tail = append(c.tail[:0], c.tail[1:]...)
+	}
+	c.tail = append(c.tail, cut(line, stderrTailLine))
+}
+
+// cut returns line as a string of at most n bytes, never splitting a UTF-8 sequence, with
+// the number of bytes cut said at its end.
+func cut(line []byte, n int) string {
+	if len(line) <= n {
+		return string(line)
+	}
+	end := n
+	for end > 0 && !utf8.RuneStart(line[end]) {
+		end--
+	}
+	return string(line[:end]) + "… (" + strconv.Itoa(len(line)-end) + " more bytes)"
+}
+
+// StderrTail returns the last lines the child wrote to its stderr (at most 10, each cut to
+// 512 bytes), once Done is closed; before, it returns nil. It says why a child that
+// exited at once could not start.
+func (c *Child) StderrTail() []string {
+	select {
+	case <-c.done:
+		return slices.Clone(c.tail)
+	default:
+		return nil
 	}
 }
 

@@ -23,7 +23,8 @@ const guardSupported = true
 
 // The guard's descriptors, after stdin, stdout and stderr: the lifeline from the supervisor
 // (EOF: kill the family) and the status pipe back to it, which carries one line
-// "started PID" or "failed REASON", and at the end "exited CODE SIGNAL".
+// "started PID", "failed REASON" or "unrunnable REASON" (the program itself cannot run),
+// and at the end "exited CODE SIGNAL".
 const (
 	guardLifeFD   = 3
 	guardStatusFD = 4
@@ -71,8 +72,11 @@ func launchGuarded(c *exec.Cmd, mark string) (*process, error) {
 		lifeW.Close()
 		werr := g.Wait()
 		statR.Close()
-		if verb == "failed" {
+		switch verb {
+		case "failed":
 			return nil, errors.New(arg)
+		case "unrunnable":
+			return nil, fmt.Errorf("%s (%w)", arg, errUnrunnable)
 		}
 		return nil, fmt.Errorf("its guard ended before starting it (%s)", exitOf(werr))
 	}
@@ -136,7 +140,11 @@ func runGuard(args []string) int {
 	c := &exec.Cmd{Path: args[0], Args: args, Env: env,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, SysProcAttr: processAttrs()}
 	if err := c.Start(); err != nil {
-		fmt.Fprintf(status, "failed %s\n", err)
+		verb := "failed"
+		if unrunnable(err) {
+			verb = "unrunnable"
+		}
+		fmt.Fprintf(status, "%s %s\n", verb, err)
 		return 127
 	}
 	pid := c.Process.Pid

@@ -64,6 +64,7 @@ func tcGorace() string {
 //	strict          a legacy server: requests other than initialize and ping fail until
 //	                initialize was answered and notifications/initialized received
 //	exit=N          exit with code N at once
+//	stderr=TEXT     write TEXT and a newline to stderr (before exit=N, when both are given)
 //	ignore-eof      keep running after stdin ends
 //	ignore-term     ignore SIGTERM
 //	noisy           write 1 MiB to stderr (1,024 lines) before every answer
@@ -105,6 +106,8 @@ func runTestChild(mode string) int {
 		case "exit":
 			n, _ := strconv.Atoi(val)
 			return n
+		case "stderr":
+			fmt.Fprintln(os.Stderr, val)
 		case "strict":
 			s.strict = true
 		case "ignore-eof":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"time"
@@ -93,7 +94,12 @@ type proxy struct {
 	modernMeta json.RawMessage // _meta of the host's first 2026-07-28 request, for probes
 	ready      bool            // the child may take host requests (its initialize is done)
 	gaveUp     bool
-	hostDone   bool // the host's input has ended
+	cannotRun  *StartError // why the supervisor gave up at once: the command cannot run
+	supDone    bool        // the supervisor's Run has returned
+	hostDone   bool        // the host's input has ended
+	answered   bool        // the current child has answered a request
+	silent     int         // children in a row that exited before answering any request
+	lastTail   []string    // the stderr tail of the last child that exited
 	lastHeard  time.Time
 	probeID    string
 }
@@ -192,23 +198,44 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			p.fromChild(f)
 		case e, ok := <-events:
 			if !ok {
-				if p.gaveUp {
-					return ErrGaveUp
-				}
-				return nil
+				events, p.supDone = nil, true
+				break
 			}
 			p.event(e)
 		case <-tick.C:
 			p.timers()
 		case <-ctx.Done():
 			stopSup()
+			if p.supDone {
+				return p.result()
+			}
 			ctx = context.Background() // keep draining events until the supervisor is done
+		}
+		// A command that cannot run is said to every request the host sends until it closes
+		// its input: a host's first request usually comes after the start has failed.
+		if p.supDone && (p.cannotRun == nil || p.hostDone) {
+			return p.result()
 		}
 		if p.hostDone && len(p.queue) == 0 && !p.owesHost() {
 			stopSup() // the supervisor stops the child: close stdin, wait, SIGTERM, SIGKILL
 		}
 	}
 }
+
+// result is Proxy's error once the supervisor is done.
+func (p *proxy) result() error {
+	switch {
+	case p.cannotRun != nil:
+		return fmt.Errorf("%w: %w", ErrGaveUp, p.cannotRun)
+	case p.gaveUp:
+		return ErrGaveUp
+	}
+	return nil
+}
+
+// silentLimit is how many children in a row may exit before answering any request before
+// the proxy reports their stderr: such a child fails at its start, and its stderr says why.
+const silentLimit = 3
 
 // owesHost reports whether any host request still waits for its answer.
 func (p *proxy) owesHost() bool {
@@ -225,6 +252,7 @@ func (p *proxy) event(e Event) {
 	switch e.Kind {
 	case EventStarted:
 		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), time.Now(), ""
+		p.answered = false
 		p.calls = map[string][]byte{}
 		p.ready = p.initParams == nil
 		if p.initParams != nil {
@@ -244,22 +272,38 @@ func (p *proxy) event(e Event) {
 		} else {
 			p.log.Info("the child exited", zap.String("exit", e.Exit.String()))
 		}
+		if p.child != nil {
+			p.lastTail = p.child.StderrTail()
+		}
+		p.silent++
+		if p.answered {
+			p.silent = 0
+		}
+		if p.silent == silentLimit {
+			p.log.Error("the child exited "+strconv.Itoa(silentLimit)+" times in a row before answering any request (initialize, server/discover or other); its last lines on stderr say why",
+				zap.String("exit", e.Exit.String()), zap.Strings("stderr", p.lastTail))
+		}
 		p.child, p.childOut, p.ready = nil, nil, false
 		p.restarted()
 	case EventRestarting:
 		p.log.Info("restarting the child", zap.Duration("delay", e.Delay), zap.Int("restarts", e.Restarts))
 	case EventGaveUp:
-		p.log.Error("gave up restarting the child", zap.Error(e.Err))
 		p.gaveUp = true
+		if errors.As(e.Err, &p.cannotRun) {
+			p.log.Error("relay cannot start the child: every request will be answered with this error until the host closes its input",
+				zap.String("command", p.cannotRun.Command), zap.NamedError("cause", p.cannotRun.Err))
+		} else {
+			p.log.Error("gave up restarting the child", zap.Error(e.Err), zap.Strings("stderr", p.lastTail))
+		}
 		for _, f := range p.queue {
 			if m, err := jsonrpc.Decode(f); err == nil && m.Kind == jsonrpc.KindRequest {
-				p.toHost(p.restartError(m.ID))
+				p.toHost(p.gaveUpError(m.ID))
 			}
 		}
 		p.queue = nil
 		for id, r := range p.pend {
 			if !r.internal {
-				p.toHost(p.restartError(r.hostID))
+				p.toHost(p.gaveUpError(r.hostID))
 			}
 			p.forget(id)
 		}
@@ -331,7 +375,7 @@ func (p *proxy) fromHost(f []byte) {
 	}
 	if p.gaveUp {
 		if m.Kind == jsonrpc.KindRequest {
-			p.toHost(p.restartError(m.ID))
+			p.toHost(p.gaveUpError(m.ID))
 		}
 		return
 	}
@@ -477,6 +521,7 @@ func (p *proxy) fromChild(f []byte) {
 	}
 	switch m.Kind {
 	case jsonrpc.KindResponse:
+		p.answered = true
 		p.answer(m, f)
 	case jsonrpc.KindRequest: // a legacy server asks the client: forward with an id of ours
 		p.nextCall++
@@ -633,6 +678,35 @@ func (p *proxy) restartError(id jsonrpc.ID) []byte {
 		id = jsonrpc.Null
 	}
 	return jsonrpc.AppendError(nil, id, e)
+}
+
+// gaveUpError answers a request once the supervisor has given up: with why the command
+// cannot run, or with the restart error and the last child's stderr.
+func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
+	if p.cannotRun == nil {
+		f := p.restartError(id)
+		if len(p.lastTail) > 0 {
+			f = jsonrpc.SetMember(f, "error", jsonrpc.SetMember(jsonrpc.Field(f, "error"), "data",
+				jsonrpc.SetMember(jsonrpc.Field(jsonrpc.Field(f, "error"), "data"), "stderr", mustJSON(p.lastTail))))
+		}
+		return f
+	}
+	why := fmt.Sprintf("the server cannot start: %q cannot run (%v); check that the command exists and is executable", p.cannotRun.Command, p.cannotRun.Err)
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why,
+		Data: map[string]any{"reason": "cannot start", "retryable": false}}
+	if p.opts.RCP {
+		e.Code = -32010
+		e.Message = "Backend unavailable: " + why
+	}
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	return jsonrpc.AppendError(nil, id, e)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 func (p *proxy) toHost(f []byte) { p.host <- f }

@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/relayrt/relay/internal/hosttest"
 )
 
@@ -721,4 +724,81 @@ func TestProxyGivesUp(t *testing.T) {
 		}
 	}
 	h.CheckAnswers()
+}
+
+// A command that cannot run is not retried, even with restarts unlimited: every request —
+// pending, and each one the host sends afterwards, as a host's initialize usually is — is
+// answered at once with an error that names the command and the cause, and Proxy returns
+// that error once the host closes its input.
+func TestProxyAnswersEveryRequestWhenTheCommandCannotRun(t *testing.T) {
+	spec := tpSpec(t, "", "")
+	spec.Command = Command{Path: "/nonexistent/relay-test-server"}
+	h := tpStart(t, spec, nil)
+	for i, method := range []string{"initialize", "tools/list", "tools/call"} {
+		r, ok := h.Wait(tpSendOnly(h, method), 5*time.Second)
+		if !ok {
+			t.Fatalf("request %d (%s): no answer within 5 s", i, method)
+		}
+		if r.Error == nil || r.Error.Code != -32603 || r.Error.Data["reason"] != "cannot start" ||
+			!strings.Contains(r.Error.Message, "/nonexistent/relay-test-server") || !strings.Contains(r.Error.Message, "no such file") {
+			t.Errorf("%s: %v, want -32603 naming the command and the cause", method, r)
+		}
+	}
+	err := h.close(5 * time.Second)
+	var se *StartError
+	if !errors.Is(err, ErrGaveUp) || !errors.As(err, &se) {
+		t.Errorf("Proxy = %v, want ErrGaveUp and the *StartError", err)
+	}
+}
+
+func tpSendOnly(h *tpHost, method string) <-chan hosttest.Reply {
+	_, ch := h.Send(method, map[string]any{})
+	return ch
+}
+
+// A child that exits before answering anything, again and again, is reported with the last
+// lines it wrote to stderr: in the log, and in the error the host gets when the supervisor
+// gives up.
+func TestProxyReportsTheStderrOfAChildThatCannotStart(t *testing.T) {
+	var log syncBuffer
+	spec := tpSpec(t, "stderr=config file /etc/nowhere.json not found,exit=3", "")
+	spec.Unlimited, spec.Intensity, spec.Window = false, 3, time.Minute
+	h := tpStart(t, spec, &ProxyOptions{Logger: tpLogger(&log)})
+	r, ok := h.Wait(tpSendOnly(h, "initialize"), 15*time.Second)
+	if !ok {
+		t.Fatal("initialize: no answer")
+	}
+	stderr, _ := r.Error.Data["stderr"].([]any)
+	if !r.IsRestartError() || len(stderr) == 0 || stderr[len(stderr)-1] != "config file /etc/nowhere.json not found" {
+		t.Errorf("initialize: %v, want the restart error with the child's stderr in its data", r)
+	}
+	if err := h.close(10 * time.Second); !errors.Is(err, ErrGaveUp) {
+		t.Errorf("Proxy = %v, want ErrGaveUp", err)
+	}
+	if got := log.String(); !strings.Contains(got, "times in a row before answering any request") || !strings.Contains(got, "/etc/nowhere.json not found") {
+		t.Errorf("the log does not report the child's stderr:\n%s", got)
+	}
+}
+
+// syncBuffer is a log sink that several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tpLogger is a JSON logger at debug level into w.
+func tpLogger(w io.Writer) *zap.Logger {
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(w), zapcore.DebugLevel))
 }

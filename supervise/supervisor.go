@@ -74,8 +74,9 @@ type Event struct {
 	Err      error         // gave-up: why
 }
 
-// ErrGaveUp is returned by Run when the restart intensity was exceeded or a start failed
-// past the limit.
+// ErrGaveUp is returned by Run when the restart intensity was exceeded, a start failed
+// past the limit, or the command cannot run at all (the error is then also a *StartError,
+// and no restart was tried).
 var ErrGaveUp = errors.New("supervise: gave up restarting the child")
 
 // Supervisor keeps one child running according to a Spec. Its state belongs to Run's
@@ -149,6 +150,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		started := s.spec.Clock.Now()
 		child, err := StartChild(s.spec.Command, &s.spec.Child)
 		var exit Exit
+		var unrunnable *StartError
+		if errors.As(err, &unrunnable) { // the command cannot run: no restart can mend it
+			s.log.Error("cannot start the child, and will not try again: the command cannot run",
+				zap.String("command", unrunnable.Command), zap.NamedError("cause", unrunnable.Err))
+			err = fmt.Errorf("%w: %w", ErrGaveUp, err)
+			s.emit(context.Background(), Event{Kind: EventGaveUp, Err: err})
+			return err
+		}
 		if err != nil {
 			exit = Exit{Code: -1, Err: err}
 			s.log.Error("cannot start the child", zap.Error(err))

@@ -5,6 +5,10 @@ package supervise
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -375,18 +379,44 @@ func TestSupervisorCancelStopsChildWithSequence(t *testing.T) {
 	}
 }
 
-func TestSupervisorStartFailureCountsTowardsIntensity(t *testing.T) {
-	r := tsStart(t, Spec{Command: Command{Path: "/nonexistent/relay-test-server"}, Intensity: 2})
-	for i := 1; i <= 2; i++ {
-		if e := r.expect(t, EventRestarting); e.Restarts != i {
-			t.Errorf("restart %d: Restarts = %d", i, e.Restarts)
-		}
-		r.clk.fire(t)
+// A command that cannot run (missing, not executable, not a program) is not retried: no
+// restart can mend it. The supervisor gives up at once, with a *StartError that names the
+// command and the cause, even when restarts are unlimited.
+func TestSupervisorDoesNotRetryACommandThatCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	noExec := filepath.Join(dir, "not-executable")
+	garbage := filepath.Join(dir, "not-a-program")
+	if err := os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if e := r.expect(t, EventGaveUp); !errors.Is(e.Err, ErrGaveUp) {
-		t.Errorf("gave up with %v", e.Err)
+	if err := os.WriteFile(garbage, []byte{0x7f, 'E', 'L', 'F', 0, 0, 0, 0}, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if err := r.end(t); !errors.Is(err, ErrGaveUp) {
-		t.Errorf("Run = %v, want ErrGaveUp", err)
+	for _, c := range []struct {
+		path  string
+		cause error // nil: any cause
+	}{
+		{"/nonexistent/relay-test-server", fs.ErrNotExist},
+		{"relay-test-server-not-in-path", exec.ErrNotFound},
+		{noExec, fs.ErrPermission},
+		{garbage, nil}, // exec format error, found by the guard when there is one
+	} {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			r := tsStart(t, Spec{Command: Command{Path: c.path}, Unlimited: true})
+			e := r.expect(t, EventGaveUp)
+			var se *StartError
+			if !errors.Is(e.Err, ErrGaveUp) || !errors.As(e.Err, &se) || se.Command != c.path {
+				t.Fatalf("gave up with %v, want ErrGaveUp and a *StartError for %s", e.Err, c.path)
+			}
+			if c.cause != nil && !errors.Is(e.Err, c.cause) {
+				t.Errorf("gave up with %v, want its cause to be %v", e.Err, c.cause)
+			}
+			if !strings.Contains(e.Err.Error(), c.path) {
+				t.Errorf("%q does not name the command", e.Err)
+			}
+			if err := r.end(t); !errors.As(err, &se) {
+				t.Errorf("Run = %v, want the *StartError", err)
+			}
+		})
 	}
 }

@@ -332,3 +332,43 @@ func killPid(pid int) error {
 	}
 	return p.Kill()
 }
+
+// A command that cannot run is not retried, even under --restart-limit 0: relay says so at
+// once on stderr, naming the command and the cause; answers the host's initialize, and each
+// request after it, with that error within seconds; and exits non-zero when the host closes
+// its input.
+func TestSuperviseCommandThatCannotRunIsAnsweredAndExitsNonZero(t *testing.T) {
+	const missing = "/nonexistent/relay-test-server"
+	r := rtStart(t, "", "supervise", "--restart-limit", "0", "--backoff", "10ms..50ms", "--", missing)
+	for _, method := range []string{"initialize", "tools/list"} {
+		_, ch := r.Send(method, map[string]any{})
+		rep, ok := r.Wait(ch, 5*time.Second)
+		if !ok {
+			t.Fatalf("%s: no answer within 5 s", method)
+		}
+		if rep.Error == nil || rep.Error.Data["reason"] != "cannot start" || !strings.Contains(rep.Error.Message, missing) {
+			t.Errorf("%s: %v, want an error that names %s and why it cannot start", method, rep, missing)
+		}
+	}
+	if code := r.exit(true, 10*time.Second); code == 0 {
+		t.Error("relay exited 0, want non-zero")
+	}
+	if errOut := r.stderr.String(); !strings.Contains(errOut, missing) || !strings.Contains(errOut, "cannot start the child") {
+		t.Errorf("stderr does not say which command cannot start:\n%s", rtTail(errOut, 2000))
+	}
+}
+
+// relay bridge with a child that exits at once ends with one error that says why, and no
+// stray "<nil>".
+func TestBridgeChildThatExitsAtOnceIsReported(t *testing.T) {
+	for _, cmd := range []string{"false", "/nonexistent/relay-test-server"} {
+		code, _, errOut := rtRunOnce(t, "bridge", "--pool", "1", "--listen", "127.0.0.1:0", "--backoff", "1ms..2ms", "--", cmd)
+		last := errOut[strings.LastIndex(strings.TrimSpace(errOut), "\n")+1:]
+		if code != 1 || !strings.Contains(last, "relay bridge: ") || strings.Contains(errOut, "<nil>") {
+			t.Errorf("relay bridge -- %s: exit %d, last line %q; want 1 and one error with no <nil>", cmd, code, last)
+		}
+		if cmd != "false" && !strings.Contains(last, "cannot start") {
+			t.Errorf("relay bridge -- %s: %q does not say the command cannot start", cmd, last)
+		}
+	}
+}
