@@ -42,6 +42,9 @@ func newServer(t *testing.T) *mcp.Server {
 		}
 		return mcp.TextResult("done"), nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "token"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		return mcp.TextResult(string(req.ProgressToken())), nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -269,6 +272,16 @@ func TestProgress_OnlyWithTokenAndStrictlyIncreasing(t *testing.T) {
 	m := c.call(2, "tools/call", `{"name":"progress",`+modernMeta+`}`)
 	if m["result"] == nil {
 		t.Fatal(m["error"])
+	}
+	// A handler sees the token as it was sent, or nil.
+	for id, tc := range map[int]struct{ meta, want string }{
+		3: {`"_meta":{"progressToken":7,` + modernMeta[len(`"_meta":{`):], `7`},
+		4: {modernMeta, ``},
+	} {
+		m := c.call(id, "tools/call", `{"name":"token",`+tc.meta+`}`)
+		if !strings.Contains(string(m["result"]), `"text":"`+strings.ReplaceAll(tc.want, `"`, `\"`)+`"`) {
+			t.Errorf("ProgressToken with %s: %s, want %q", tc.meta, m["result"], tc.want)
+		}
 	}
 }
 

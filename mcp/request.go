@@ -90,6 +90,11 @@ func (r *Request) Stateless() bool { return r.meta.modern }
 // 2026-07-28, in initialize before that.
 func (r *Request) ClientCapabilities() json.RawMessage { return r.meta.clientCaps }
 
+// ProgressToken returns the progressToken the client sent in _meta (a JSON string or
+// integer), or nil when it asked for no progress: a handler that reports progress on a timer
+// need not make the timer for a request that returns nil.
+func (r *Request) ProgressToken() json.RawMessage { return r.meta.progressToken }
+
 // Progress reports progress if the request asked for it with a progressToken; otherwise it
 // does nothing. progress must increase from call to call (calls that do not are dropped, as
 // the protocol requires); total and message may be zero.

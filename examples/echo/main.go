@@ -40,8 +40,12 @@ func main() {
 			total := time.Duration(in.MS) * time.Millisecond
 			done := time.NewTimer(total)
 			defer done.Stop()
-			tick := time.NewTicker(max(total/10, time.Millisecond))
-			defer tick.Stop()
+			var tick <-chan time.Time // nil, and never ready, unless progress was asked for
+			if req.ProgressToken() != nil {
+				t := time.NewTicker(max(total/10, time.Millisecond))
+				defer t.Stop()
+				tick = t.C
+			}
 			start := time.Now()
 			for {
 				select {
@@ -49,7 +53,7 @@ func main() {
 					return nil, ctx.Err()
 				case <-done.C:
 					return mcp.TextResult(fmt.Sprintf("slept %d ms", in.MS)), nil
-				case <-tick.C:
+				case <-tick:
 					elapsed := min(time.Since(start).Milliseconds(), int64(in.MS)) // never past the total
 					req.Progress(float64(elapsed), float64(in.MS), "sleeping")
 				}
