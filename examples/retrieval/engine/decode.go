@@ -507,17 +507,26 @@ func (p *RerankParams) UnmarshalJSON(b []byte) error {
 	if err := q.Query.decode(raw, "query"); err != nil {
 		return err
 	}
-	raw, ok = o.get("passages")
+	// §7.6 names the list passages; documents, the name some clients send, is read as the
+	// same list.
+	field := "passages"
+	raw, ok = o.get(field)
+	if docs, alias := o.get("documents"); alias {
+		if ok {
+			return fieldErr("documents", "is another name for passages; send one of them, not both")
+		}
+		field, raw, ok = "documents", docs, true
+	}
 	if !ok {
 		return fieldErr("passages", "is required")
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return fieldErr("passages", "must be an array")
+		return fieldErr(field, "must be an array")
 	}
 	q.Passages = make([]Input, len(items))
 	for i, it := range items {
-		if err := q.Passages[i].decode(it, fmt.Sprintf("passages[%d]", i)); err != nil {
+		if err := q.Passages[i].decode(it, fmt.Sprintf("%s[%d]", field, i)); err != nil {
 			return err
 		}
 	}

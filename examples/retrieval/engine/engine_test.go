@@ -316,9 +316,12 @@ func TestRerank(t *testing.T) {
 	if r.Scores[2] < 1.99 || r.Scores[3] != 0 {
 		t.Errorf("scores %v: an exact two-token match should score ~2 and an empty passage 0", r.Scores)
 	}
+	if want := []RerankScore{{2, r.Scores[2]}, {0, r.Scores[0]}, {1, r.Scores[1]}, {3, r.Scores[3]}}; !reflect.DeepEqual(r.Results, want) {
+		t.Errorf("results %+v, want %+v: order's indices, each with its score", r.Results, want)
+	}
 	top := 2
 	p.TopN = &top
-	if r, _ := e.Rerank(ctx, p); !reflect.DeepEqual(r.Order, []int{2, 0}) || len(r.Scores) != 4 {
+	if r, _ := e.Rerank(ctx, p); !reflect.DeepEqual(r.Order, []int{2, 0}) || len(r.Scores) != 4 || len(r.Results) != 2 {
 		t.Errorf("topN=2: %+v", r)
 	}
 	if _, err := json.Marshal(r); err != nil {
@@ -340,7 +343,17 @@ func TestRerank(t *testing.T) {
 	zero := 0
 	_, err = e.Rerank(ctx, RerankParams{Query: Text("q"), TopN: &zero})
 	asFieldError(t, err, "topN")
+	// documents, the other name clients send for passages (§7.6), is the same list.
+	var alias RerankParams
+	if err := json.Unmarshal([]byte(`{"query":"gzip compression","documents":["the gzip file format",
+		"bananas are yellow", {"type":"text","text":"gzip compression of streams"}, ""],"method":"colbert"}`), &alias); err != nil {
+		t.Fatal(err)
+	}
+	if ra, err := e.Rerank(ctx, alias); err != nil || !reflect.DeepEqual(ra.Order, []int{2, 0, 1, 3}) {
+		t.Errorf("documents: %+v %v, want the order of passages", ra, err)
+	}
 	for js, field := range map[string]string{`{"query":"q"}`: "passages", `{"passages":[]}`: "query",
+		`{"query":"q","passages":[],"documents":[]}`: "documents", `{"query":"q","documents":[1]}`: "documents[0]",
 		`{"query":"q","passages":[1]}`: "passages[0]", `{"query":"q","passages":[],"topN":0.5}`: "topN"} {
 		var p RerankParams
 		asFieldError(t, json.Unmarshal([]byte(js), &p), field)

@@ -56,7 +56,7 @@ func maxSim(q [][]float32, doc []sparseVec) float64 {
 
 // Rerank serves rerank (§7.6) with the "colbert" method: Scores[i] is the MaxSim score of
 // Passages[i], and Order lists the passage indices best first (ties by index), cut to TopN
-// when given. More than MaxRerankCandidates passages is a *FieldError; another method, any
+// when given; Results pairs each index of Order with its score. More than MaxRerankCandidates passages is a *FieldError; another method, any
 // named model or a block that is not text is an *OptionError.
 func (e *Engine) Rerank(ctx context.Context, p RerankParams) (RerankResult, error) {
 	if err := ctx.Err(); err != nil {
@@ -105,6 +105,10 @@ func (e *Engine) Rerank(ctx context.Context, p RerankParams) (RerankResult, erro
 	})
 	if p.TopN != nil {
 		res.Order = res.Order[:min(*p.TopN, len(res.Order))]
+	}
+	res.Results = make([]RerankScore, len(res.Order))
+	for i, at := range res.Order {
+		res.Results[i] = RerankScore{Index: at, Score: res.Scores[at]}
 	}
 	return res, nil
 }

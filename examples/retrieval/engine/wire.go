@@ -150,10 +150,18 @@ type RerankParams struct {
 }
 
 // RerankResult is the result of rerank: Scores[i] belongs to Passages[i]; Order lists passage
-// indices best first, cut to topN when one was given.
+// indices best first, cut to topN when one was given. Results says the same as Order, each
+// index with its score, for clients that read a list of scored passages.
 type RerankResult struct {
-	Scores []float64 `json:"scores"`
-	Order  []int     `json:"order,omitempty"`
+	Scores  []float64     `json:"scores"`
+	Order   []int         `json:"order,omitempty"`
+	Results []RerankScore `json:"results"`
+}
+
+// RerankScore is one passage of RerankResult.Results: its index in Passages and its score.
+type RerankScore struct {
+	Index int     `json:"index"`
+	Score float64 `json:"score"`
 }
 
 // IndexAddParams are the params of index/add (§7.10).
