@@ -56,7 +56,8 @@ func main() {
 
 // newServer advertises what the engine really implements, and declares conformance level L2
 // because the server meets it: retrieve with dense, sparse and hybrid modes, filters,
-// streaming progress, logs, pagination, a late-interaction rerank and a writable index.
+// streaming progress, logs, pagination, a late-interaction rerank and a writable index; and
+// embed, with the engine's dense vectors.
 func newServer(e *engine.Engine) *rcp.Server {
 	s := rcp.NewServer(rcp.Implementation{Name: "relay-retrieval", Version: "1.0.0"}, &rcp.Options{Conformance: "L2"})
 	for name, meta := range e.Capabilities().Map() {
@@ -76,6 +77,14 @@ func newServer(e *engine.Engine) *rcp.Server {
 		}
 		req.Log("debug", fmt.Sprintf("retrieved %d hits", len(res.Hits)), nil)
 		return res, nil
+	})
+	s.Handle("embed", func(ctx context.Context, req *rcp.Request) (any, error) {
+		var p engine.EmbedParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		res, err := e.Embed(ctx, p)
+		return res, rcpError(err)
 	})
 	s.Handle("rerank", func(ctx context.Context, req *rcp.Request) (any, error) {
 		var p engine.RerankParams

@@ -193,7 +193,7 @@ func runL2(t *testing.T, tr transport) {
 	}
 	var caps map[string]map[string]any
 	json.Unmarshal(res["capabilities"], &caps)
-	for _, c := range []string{"retrieve", "rerank", "index", "streaming"} {
+	for _, c := range []string{"embed", "retrieve", "rerank", "index", "streaming"} {
 		if caps[c] == nil {
 			t.Errorf("C10: L2 advertises %s", c)
 		}
@@ -289,6 +289,42 @@ func runL2(t *testing.T, tr transport) {
 			if scores[order[i]] > scores[order[i-1]] {
 				t.Fatalf("order does not follow the scores: %v %v", scores, order)
 			}
+		}
+	})
+	t.Run("C10 embed answers one vector per input, as json or f32-base64 (§7.3, §7.3.1)", func(t *testing.T) {
+		if enc := caps["embed"]["encodings"]; fmt.Sprint(enc) != "[json f32-base64]" {
+			t.Errorf("embed.encodings = %v", enc)
+		}
+		res, code, _ := answer(t, tr.call(t, `{"jsonrpc":"2.0","id":11,"method":"embed","params":{"texts":["gzip compression","bananas"]}}`))
+		var plain struct {
+			Vectors   [][]float32
+			Encoding  string
+			Dimension int
+		}
+		raw, _ := json.Marshal(res)
+		if code != 0 || json.Unmarshal(raw, &plain) != nil || len(plain.Vectors) != 2 || plain.Encoding != "json" ||
+			len(plain.Vectors[0]) != plain.Dimension || plain.Dimension != int(caps["embed"]["dimension"].(float64)) {
+			t.Fatalf("embed: code %d, %s", code, raw)
+		}
+		res, code, _ = answer(t, tr.call(t, `{"jsonrpc":"2.0","id":12,"method":"embed","params":{"inputs":["gzip compression","bananas"],"encoding":"f32-base64"}}`))
+		var packed struct {
+			Vectors   []string
+			Encoding  string
+			Dimension int
+		}
+		raw, _ = json.Marshal(res)
+		if code != 0 || json.Unmarshal(raw, &packed) != nil || packed.Encoding != "f32-base64" || len(packed.Vectors) != 2 {
+			t.Fatalf("embed f32-base64: code %d, %s", code, raw)
+		}
+		for i, blob := range packed.Vectors {
+			v, err := engine.DecodeF32(blob, packed.Dimension)
+			if err != nil || fmt.Sprint(v) != fmt.Sprint(plain.Vectors[i]) {
+				t.Errorf("vector %d: %v, or not the json vector", i, err)
+			}
+		}
+		_, code, data := answer(t, tr.call(t, `{"jsonrpc":"2.0","id":13,"method":"embed","params":{"inputs":["x"],"encoding":"f16"}}`))
+		if code != -32005 || data["option"] != "encoding" {
+			t.Errorf("an unadvertised encoding: code %d data %v, want -32005 naming encoding", code, data)
 		}
 	})
 	t.Run("C10 the writable index: upsert by id, idempotent delete", func(t *testing.T) {

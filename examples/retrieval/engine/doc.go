@@ -1,6 +1,7 @@
 // Package engine is a small, deterministic, in-memory retrieval engine: the backend of Relay's
 // RCP/1 retrieval example. It knows nothing about JSON-RPC or about Relay's rcp package; it
-// offers the four RCP operations as plain Go methods (Retrieve, Rerank, IndexAdd, IndexDelete)
+// offers the five RCP operations as plain Go methods (Embed, Retrieve, Rerank, IndexAdd,
+// IndexDelete)
 // over wire types whose JSON form matches the RCP/1 params and results, plus the capability
 // metadata that describes exactly what it implements (Capabilities).
 //
@@ -10,7 +11,8 @@
 //     "s" removed.
 //   - Sparse recall: BM25 (k1 = 1.2, b = 0.75) over an inverted index.
 //   - Dense recall: a 256-dimensional feature-hashing embedding of the tokens and of their
-//     character trigrams (signed hashes, L2-normalised), scored by cosine similarity.
+//     character trigrams (signed hashes, L2-normalised), scored by cosine similarity. Embed
+//     returns the same vectors, as JSON numbers or f32-base64.
 //   - Hybrid recall: reciprocal rank fusion (RRF, k = 60 unless the request says otherwise)
 //     of the dense and sparse rankings.
 //   - Rerank: late interaction in the manner of ColBERT: every token gets its own hashed

@@ -198,6 +198,7 @@ type IndexDeleteResult struct {
 // Capabilities is the capability metadata of what this engine implements (§6). Nil members
 // are not offered. Streaming, log and the lifecycle are the protocol layer's to advertise.
 type Capabilities struct {
+	Embed      *EmbedCapability    `json:"embed,omitempty"`
 	Retrieve   *RetrieveCapability `json:"retrieve,omitempty"`
 	Rerank     *RerankCapability   `json:"rerank,omitempty"`
 	Index      *IndexCapability    `json:"index,omitempty"`
@@ -208,6 +209,9 @@ type Capabilities struct {
 // Map returns the capabilities keyed by their RCP names, for a server's capability object.
 func (c Capabilities) Map() map[string]any {
 	m := map[string]any{}
+	if c.Embed != nil {
+		m["embed"] = c.Embed
+	}
 	if c.Retrieve != nil {
 		m["retrieve"] = c.Retrieve
 	}
@@ -242,6 +246,16 @@ type RetrieveCapability struct {
 	Modalities    []string `json:"modalities"`
 }
 
+// EmbedCapability is the embed capability's metadata (§6, §7.3, §7.3.1).
+type EmbedCapability struct {
+	Dimension  int      `json:"dimension"`
+	Identity   string   `json:"identity"`
+	BatchLimit int      `json:"batchLimit"`
+	Normalized bool     `json:"normalized"`
+	Modalities []string `json:"modalities"`
+	Encodings  []string `json:"encodings"`
+}
+
 // RerankCapability is the rerank capability's metadata.
 type RerankCapability struct {
 	Methods       []string `json:"methods"`
@@ -263,6 +277,8 @@ type FilterCapability struct {
 // Capabilities returns what this engine implements, for the protocol layer to advertise.
 func (e *Engine) Capabilities() Capabilities {
 	c := Capabilities{
+		Embed: &EmbedCapability{Dimension: Dim, Identity: EmbedIdentity, BatchLimit: EmbedBatchLimit,
+			Normalized: true, Modalities: []string{"text"}, Encodings: []string{EncodingJSON, EncodingF32Base64}},
 		Retrieve: &RetrieveCapability{
 			MaxK:          e.cfg.MaxK,
 			Modes:         []string{ModeDense, ModeSparse, ModeHybrid},
