@@ -1,9 +1,8 @@
 // Package engine is a small, deterministic, in-memory retrieval engine: the backend of Relay's
 // RCP/1 retrieval example. It knows nothing about JSON-RPC or about Relay's rcp package; it
 // offers the five RCP operations as plain Go methods (Embed, Retrieve, Rerank, IndexAdd,
-// IndexDelete)
-// over wire types whose JSON form matches the RCP/1 params and results, plus the capability
-// metadata that describes exactly what it implements (Capabilities).
+// IndexDelete) over wire types whose JSON form matches the RCP/1 params and results, plus the
+// capability metadata that describes exactly what it implements (Capabilities).
 //
 // The pipeline, all of it computed on the spot without any model:
 //
