@@ -725,6 +725,8 @@ func TestCapabilities(t *testing.T) {
 	var got map[string]any
 	json.Unmarshal(b, &got)
 	want := map[string]any{
+		"embed": map[string]any{"dimension": 256.0, "identity": "relay-hashed-features-256-v1", "batchLimit": 256.0,
+			"normalized": true, "modalities": []any{"text"}, "encodings": []any{"json", "f32-base64"}},
 		"retrieve": map[string]any{"maxK": 100.0, "modes": []any{"dense", "sparse", "hybrid"}, "fusion": []any{"rrf"},
 			"mmr": true, "rerankBuiltin": true, "units": []any{"document"}, "tokenBudget": true,
 			"scoreScale": "unbounded", "defaultMode": "hybrid", "deterministic": true, "snapshots": true,
