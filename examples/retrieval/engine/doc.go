@@ -12,11 +12,12 @@
 //   - Dense recall: a 256-dimensional feature-hashing embedding of the tokens and of their
 //     character trigrams (signed hashes, L2-normalised), scored by cosine similarity. Embed
 //     returns the same vectors, as JSON numbers or f32-base64.
-//   - Hybrid recall: reciprocal rank fusion (RRF, k = 60 unless the request says otherwise)
-//     of the dense and sparse rankings.
+//   - Hybrid recall: the dense and sparse rankings fused by reciprocal rank fusion (RRF,
+//     k = 60 unless the request says otherwise), by weighted min-max scores, or by convex
+//     combination of scores normalised from each list's theoretical floor (§16.3).
 //   - Rerank: late interaction in the manner of ColBERT: every token gets its own hashed
-//     vector, and a passage scores the sum over the query tokens of the best cosine against
-//     any of its tokens (MaxSim).
+//     vector, and a passage scores the mean over the query tokens of the best cosine against
+//     any of its tokens (MaxSim), so that every score a hit carries is ≥ ScoreFloor (−1).
 //   - Optional stages: a metadata filter, minScore, MMR diversification, token-budget
 //     packing and cursor pagination.
 //

@@ -222,7 +222,7 @@ func TestUnsupportedOptions(t *testing.T) {
 	cases := []struct{ params, option, value string }{
 		{`"mode":"semantic"`, "mode", "semantic"},
 		{`"mode":"HYBRID"`, "mode", "HYBRID"}, // enums are case-sensitive
-		{`"fusion":{"method":"weighted"}`, "fusion.method", "weighted"},
+		{`"fusion":{"method":"borda"}`, "fusion.method", "borda"},
 		{`"rerank":{"method":"cross-encoder"}`, "rerank.method", "cross-encoder"},
 		{`"rerank":{"model":"bge-reranker"}`, "rerank.model", "bge-reranker"},
 		{`"rewrite":"hyde"`, "rewrite", "hyde"},
@@ -313,8 +313,8 @@ func TestRerank(t *testing.T) {
 	if len(r.Scores) != 4 || !reflect.DeepEqual(r.Order, []int{2, 0, 1, 3}) {
 		t.Fatalf("rerank = %+v, want order [2 0 1 3]", r)
 	}
-	if r.Scores[2] < 1.99 || r.Scores[3] != 0 {
-		t.Errorf("scores %v: an exact two-token match should score ~2 and an empty passage 0", r.Scores)
+	if r.Scores[2] < 0.99 || r.Scores[3] != 0 {
+		t.Errorf("scores %v: an exact two-token match should score ~1 (the mean over the query's tokens) and an empty passage 0", r.Scores)
 	}
 	if want := []RerankScore{{2, r.Scores[2]}, {0, r.Scores[0]}, {1, r.Scores[1]}, {3, r.Scores[3]}}; !reflect.DeepEqual(r.Results, want) {
 		t.Errorf("results %+v, want %+v: order's indices, each with its score", r.Results, want)
@@ -727,9 +727,9 @@ func TestCapabilities(t *testing.T) {
 	want := map[string]any{
 		"embed": map[string]any{"dimension": 256.0, "identity": "relay-hashed-features-256-v1", "batchLimit": 256.0,
 			"normalized": true, "modalities": []any{"text"}, "encodings": []any{"json", "f32-base64"}},
-		"retrieve": map[string]any{"maxK": 100.0, "modes": []any{"dense", "sparse", "hybrid"}, "fusion": []any{"rrf"},
+		"retrieve": map[string]any{"maxK": 100.0, "modes": []any{"dense", "sparse", "hybrid"}, "fusion": []any{"rrf", "weighted", "convex"},
 			"mmr": true, "rerankBuiltin": true, "units": []any{"document"}, "tokenBudget": true,
-			"scoreScale": "unbounded", "defaultMode": "hybrid", "deterministic": true, "snapshots": true,
+			"scoreScale": "unbounded", "scoreFloor": -1.0, "defaultMode": "hybrid", "deterministic": true, "snapshots": true,
 			"modalities": []any{"text"}},
 		"rerank":     map[string]any{"methods": []any{"colbert"}, "maxCandidates": 200.0},
 		"index":      map[string]any{"writable": true},

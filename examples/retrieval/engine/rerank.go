@@ -38,9 +38,13 @@ func passageVectors(text string) []sparseVec {
 	return out
 }
 
-// maxSim is the late-interaction score: the sum over query tokens of the best cosine with any
-// passage token. A passage without tokens scores 0.
+// maxSim is the late-interaction score: the mean over query tokens of the best cosine with
+// any passage token, so that it lies in [−1, 1] whatever the query's length (ScoreFloor). A
+// passage without tokens, or a query without tokens, scores 0.
 func maxSim(q [][]float32, doc []sparseVec) float64 {
+	if len(q) == 0 {
+		return 0
+	}
 	var total float64
 	for _, qv := range q {
 		best := 0.0
@@ -51,13 +55,14 @@ func maxSim(q [][]float32, doc []sparseVec) float64 {
 		}
 		total += best
 	}
-	return finite(total)
+	return finite(total / float64(len(q)))
 }
 
 // Rerank serves rerank (§7.6) with the "colbert" method: Scores[i] is the MaxSim score of
-// Passages[i], and Order lists the passage indices best first (ties by index), cut to TopN
-// when given; Results pairs each index of Order with its score. More than MaxRerankCandidates passages is a *FieldError; another method, any
-// named model or a block that is not text is an *OptionError.
+// Passages[i] (in [−1, 1]), and Order lists the passage indices best first (ties by index),
+// cut to TopN when given; Results pairs each index of Order with its score. More than
+// MaxRerankCandidates passages is a *FieldError; another method, any named model or a block
+// that is not text is an *OptionError.
 func (e *Engine) Rerank(ctx context.Context, p RerankParams) (RerankResult, error) {
 	if err := ctx.Err(); err != nil {
 		return RerankResult{}, err

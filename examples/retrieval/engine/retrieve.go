@@ -12,6 +12,26 @@ import (
 	"time"
 )
 
+// Fusion methods of hybrid retrieval (§16.3).
+const (
+	FusionRRF      = "rrf"      // reciprocal rank fusion, the default
+	FusionWeighted = "weighted" // scores min-max normalised per list, weighted
+	FusionConvex   = "convex"   // scores normalised from each list's theoretical floor, α-weighted
+)
+
+// The theoretical floors of the two recall scores (§6.1, §16.3): cosine of unit vectors, and
+// BM25 with idf = ln(1 + (N − df + 0.5)/(df + 0.5)) ≥ 0.
+const (
+	denseFloor  = -1.0
+	sparseFloor = 0.0
+)
+
+// ScoreFloor is the least score any hit can carry, in every mode and after every stage
+// (§6.1): cosine, MMR (λ·relevance − (1−λ)·redundancy, relevance in [0, 1] and
+// redundancy a cosine) and the rerank stage's mean MaxSim are ≥ −1; BM25 and every fused
+// score are ≥ 0.
+const ScoreFloor = -1.0
+
 // Retrieval modes.
 const (
 	ModeDense  = "dense"
@@ -25,6 +45,7 @@ const (
 	DefaultTopN       = 30  // at least k, at most candidateK
 	DefaultRRFK       = 60
 	DefaultLambda     = 0.5
+	DefaultAlpha      = 0.5 // convex fusion's weight of the dense list (§16.3)
 )
 
 // plan is a validated retrieve request with every default and clamp applied.
@@ -34,7 +55,9 @@ type plan struct {
 	k, candidateK  int
 	rerank         bool
 	topN           int
+	fusion         string
 	rrfK           float64
+	alpha          float64
 	wDense         float64
 	wSparse        float64
 	filter         *Filter
@@ -62,7 +85,7 @@ func (pl *plan) option(strict bool, option, value, fallback string) error {
 // (*OptionError), then it settles the funnel sizes.
 func (e *Engine) newPlan(p *RetrieveParams) (*plan, error) {
 	strict := p.Strict == nil || *p.Strict
-	pl := &plan{rrfK: DefaultRRFK, wDense: 1, wSparse: 1, lambda: DefaultLambda,
+	pl := &plan{fusion: FusionRRF, rrfK: DefaultRRFK, alpha: DefaultAlpha, wDense: 1, wSparse: 1, lambda: DefaultLambda,
 		includeText: p.IncludeText == nil || *p.IncludeText, includeVectors: p.IncludeVectors,
 		filter: p.Filter, minScore: p.MinScore, cursor: p.Cursor}
 
@@ -167,13 +190,27 @@ func (e *Engine) newPlan(p *RetrieveParams) (*plan, error) {
 		}
 	}
 	if f := p.Fusion; f != nil {
-		if f.Method != "" && f.Method != "rrf" {
+		switch f.Method {
+		case "", FusionRRF:
+		case FusionWeighted, FusionConvex:
+			pl.fusion = f.Method
+		default:
 			if err := pl.option(strict, "fusion.method", f.Method, "using rrf"); err != nil {
 				return nil, err
 			}
 		}
 		if f.Alpha != nil {
-			pl.notes = append(pl.notes, "fusion.alpha ignored: it applies to convex fusion only")
+			if pl.fusion == FusionConvex {
+				pl.alpha = *f.Alpha
+			} else {
+				pl.notes = append(pl.notes, "fusion.alpha ignored: it applies to convex fusion only")
+			}
+		}
+		if f.RRFK != nil && pl.fusion != FusionRRF {
+			pl.notes = append(pl.notes, "fusion.rrfK ignored: it applies to rrf fusion only")
+		}
+		if f.Weights != nil && pl.fusion == FusionConvex {
+			pl.notes = append(pl.notes, "fusion.weights ignored: convex fusion weighs the lists by alpha")
 		}
 	}
 	if r := p.Rerank; r != nil {
@@ -263,14 +300,16 @@ func (pl *plan) hash() uint64 {
 		Mode         string
 		K, CK, TopN  int
 		Rerank       bool
+		Fusion       string
 		RRFK, WD, WS float64
+		Alpha        float64
 		Filter       *Filter
 		MinScore     *float64
 		MMR          bool
 		Lambda       float64
 		Budget       int
-	}{pl.query, pl.mode, pl.k, pl.candidateK, pl.topN, pl.rerank, pl.rrfK, pl.wDense, pl.wSparse,
-		pl.filter, pl.minScore, pl.mmr, pl.lambda, pl.tokenBudget})
+	}{pl.query, pl.mode, pl.k, pl.candidateK, pl.topN, pl.rerank, pl.fusion, pl.rrfK, pl.wDense, pl.wSparse,
+		pl.alpha, pl.filter, pl.minScore, pl.mmr, pl.lambda, pl.tokenBudget})
 	return hash64('c', string(b))
 }
 
@@ -300,7 +339,7 @@ func decodeCursor(s string) (offset int, version string, h uint64, ok bool) {
 type cand struct {
 	d                      *entry
 	score                  float64 // the score the list is currently ordered by
-	dense, sparse, rrf     float64
+	dense, sparse, fusedAt float64 // fusedAt: the score fusion gave
 	rerank, mmr            float64
 	inDense, inSparse      bool
 	fused, reranked, mmred bool
@@ -330,7 +369,8 @@ func (p *progress) step() {
 	}
 }
 
-// Retrieve serves retrieve (§7.7): recall (dense, sparse or both fused by RRF), optional
+// Retrieve serves retrieve (§7.7): recall (dense, sparse or both fused by rrf, weighted or
+// convex fusion, §16.3), optional
 // ColBERT-style rerank of the top rerank.topN, optional minScore and MMR, then a page of at
 // most k hits, packed under tokenBudget when one is given.
 //
@@ -485,7 +525,7 @@ func (pl *plan) hit(c cand) Hit {
 		name string
 		ok   bool
 		v    float64
-	}{{"dense", c.inDense, c.dense}, {"sparse", c.inSparse, c.sparse}, {"rrf", c.fused, c.rrf},
+	}{{"dense", c.inDense, c.dense}, {"sparse", c.inSparse, c.sparse}, {pl.fusion, c.fused, c.fusedAt},
 		{"rerank", c.reranked, c.rerank}, {"mmr", c.mmred, c.mmr}} {
 		if s.ok {
 			h.Scores[s.name] = finite(s.v)
@@ -573,12 +613,33 @@ func (e *Engine) sparseRecall(ctx context.Context, qt []string, f *Filter, limit
 	return out[:min(len(out), limit)], nil
 }
 
-// fuse merges the dense and sparse rankings by reciprocal rank fusion: a document scores
-// the sum over the lists holding it of weight / (rrfK + rank), ranks counted from 1.
+// fuse merges the dense and sparse rankings by the plan's fusion method (§16.3), keeps the
+// best candidateK, and orders them by the fused score, ties by id:
+//
+//   - rrf: the sum over the lists holding a document of weight / (rrfK + rank), ranks
+//     counted from 1;
+//   - weighted: the sum of weight × (score − min) / (max − min), min and max over that list;
+//   - convex: α × norm(dense) + (1 − α) × norm(sparse), where norm(s) = (s − floor) /
+//     (max − floor) with each list's theoretical floor (cosine −1, BM25 0) instead of the
+//     smallest score that came back, so that a list of good matches and a list of poor ones
+//     no longer normalise alike.
+//
+// A list that does not hold a document adds nothing to its score.
 func fuse(dense, sparse []cand, pl *plan) []cand {
 	at := map[*entry]int{}
 	var out []cand
-	add := func(list []cand, w float64) {
+	add := func(list []cand, w float64, floor float64, score func(cand) float64) {
+		lo, hi := floor, 0.0
+		for i, c := range list {
+			if s := score(c); i == 0 || s > hi {
+				hi = s
+			}
+			if pl.fusion == FusionWeighted {
+				if s := score(c); i == 0 || s < lo {
+					lo = s
+				}
+			}
+		}
 		for r, c := range list {
 			i, ok := at[c.d]
 			if !ok {
@@ -593,12 +654,25 @@ func fuse(dense, sparse []cand, pl *plan) []cand {
 			if c.inSparse {
 				o.sparse, o.inSparse = c.sparse, true
 			}
-			o.rrf += w / (pl.rrfK + float64(r+1))
-			o.score = finite(o.rrf)
+			switch pl.fusion {
+			case FusionRRF:
+				o.fusedAt += w / (pl.rrfK + float64(r+1))
+			default:
+				if hi > lo {
+					o.fusedAt += w * (score(c) - lo) / (hi - lo)
+				} else if pl.fusion == FusionWeighted {
+					o.fusedAt += w // every score of the list is the same: all equally its best
+				}
+			}
+			o.score = finite(o.fusedAt)
 		}
 	}
-	add(dense, pl.wDense)
-	add(sparse, pl.wSparse)
+	wDense, wSparse := pl.wDense, pl.wSparse
+	if pl.fusion == FusionConvex {
+		wDense, wSparse = pl.alpha, 1-pl.alpha
+	}
+	add(dense, wDense, denseFloor, func(c cand) float64 { return c.dense })
+	add(sparse, wSparse, sparseFloor, func(c cand) float64 { return c.sparse })
 	slices.SortFunc(out, byScore)
 	return out[:min(len(out), pl.candidateK)]
 }

@@ -75,10 +75,10 @@ type RetrieveParams struct {
 
 // Fusion is retrieve's fusion option.
 type Fusion struct {
-	Method  string             `json:"method,omitempty"`  // "rrf" (default); "weighted", "convex" are not implemented
-	Weights map[string]float64 `json:"weights,omitempty"` // per-list RRF weights: "dense", "sparse" (default 1)
-	RRFK    *int               `json:"rrfK,omitempty"`    // the RRF constant (default 60)
-	Alpha   *float64           `json:"alpha,omitempty"`   // convex fusion only; ignored
+	Method  string             `json:"method,omitempty"`  // "rrf" (default), "weighted" or "convex" (§16.3)
+	Weights map[string]float64 `json:"weights,omitempty"` // rrf and weighted: per-list weights, "dense" and "sparse" (default 1)
+	RRFK    *int               `json:"rrfK,omitempty"`    // rrf: the constant (default 60)
+	Alpha   *float64           `json:"alpha,omitempty"`   // convex: the dense list's weight, the sparse list's is 1 − alpha (default 0.5)
 }
 
 // RerankStage is retrieve's rerank option.
@@ -240,6 +240,7 @@ type RetrieveCapability struct {
 	Units         []string `json:"units"`
 	TokenBudget   bool     `json:"tokenBudget"`
 	ScoreScale    string   `json:"scoreScale"`
+	ScoreFloor    *float64 `json:"scoreFloor,omitempty"`
 	DefaultMode   string   `json:"defaultMode"`
 	Deterministic bool     `json:"deterministic"`
 	Snapshots     bool     `json:"snapshots"`
@@ -282,14 +283,15 @@ func (e *Engine) Capabilities() Capabilities {
 		Retrieve: &RetrieveCapability{
 			MaxK:          e.cfg.MaxK,
 			Modes:         []string{ModeDense, ModeSparse, ModeHybrid},
-			Fusion:        []string{"rrf"},
+			Fusion:        []string{FusionRRF, FusionWeighted, FusionConvex},
 			MMR:           true,
 			RerankBuiltin: true,
 			Units:         []string{"document"},
 			TokenBudget:   true,
-			// Cosine, BM25, RRF and MaxSim scores do not share a scale, and MaxSim can be
-			// negative, so neither a scale nor a floor is claimed.
+			// Cosine, BM25 and the fused scores do not share a scale, and BM25 has no
+			// ceiling, so no scale is claimed; every one of them is ≥ ScoreFloor.
 			ScoreScale:    "unbounded",
+			ScoreFloor:    ptr(ScoreFloor),
 			DefaultMode:   ModeHybrid,
 			Deterministic: true,
 			Snapshots:     true,
@@ -343,3 +345,5 @@ func cloneMeta(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }
