@@ -14,8 +14,46 @@ var filterOperators = []string{"eq", "ne", "in", "nin", "exists"}
 // malformed (-32602), one inside it but not offered is unsupported (-32005).
 var specOperators = []string{"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "exists"}
 
-// checkFilter validates a filter against the configured fields and operators.
+// checkFilter validates a filter against the configured fields and operators, and against
+// MaxFilterDepth and MaxFilterNodes: decoding enforces both already, and a filter built in Go
+// is held to them too.
 func (e *Engine) checkFilter(f *Filter, path string) error {
+	nodes := 0
+	if err := filterLimits(f, path, 1, &nodes); err != nil {
+		return err
+	}
+	return e.checkNode(f, path)
+}
+
+// filterLimits counts f's nodes into *nodes and stops at the first node beyond a limit, so
+// that it costs at most MaxFilterNodes steps whatever f holds.
+func filterLimits(f *Filter, path string, depth int, nodes *int) error {
+	if depth > MaxFilterDepth {
+		return fieldErr(path, "nests deeper than the limit of %d filters; "+
+			"flatten it (and and or take any number of filters)", MaxFilterDepth)
+	}
+	if *nodes++; *nodes > MaxFilterNodes {
+		return fieldErr("filter", "holds more than the limit of %d filters; "+
+			"split the query, or match a list of values with one in or nin", MaxFilterNodes)
+	}
+	for _, l := range []struct {
+		name string
+		fs   []Filter
+	}{{"and", f.And}, {"or", f.Or}} {
+		for i := range l.fs {
+			if err := filterLimits(&l.fs[i], fmt.Sprintf("%s.%s[%d]", path, l.name, i), depth+1, nodes); err != nil {
+				return err
+			}
+		}
+	}
+	if f.Not != nil {
+		return filterLimits(f.Not, path+".not", depth+1, nodes)
+	}
+	return nil
+}
+
+// checkNode validates one node of a filter and its children.
+func (e *Engine) checkNode(f *Filter, path string) error {
 	kinds := 0
 	if f.And != nil {
 		kinds++
@@ -38,7 +76,7 @@ func (e *Engine) checkFilter(f *Filter, path string) error {
 	case f.Or != nil:
 		return e.checkList(f.Or, path+".or")
 	case f.Not != nil:
-		return e.checkFilter(f.Not, path+".not")
+		return e.checkNode(f.Not, path+".not")
 	}
 
 	if f.Op == "" {
@@ -79,7 +117,7 @@ func (e *Engine) checkList(fs []Filter, path string) error {
 		return fieldErr(path, "must not be empty")
 	}
 	for i := range fs {
-		if err := e.checkFilter(&fs[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		if err := e.checkNode(&fs[i], fmt.Sprintf("%s[%d]", path, i)); err != nil {
 			return err
 		}
 	}

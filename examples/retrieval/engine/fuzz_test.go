@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -78,4 +81,105 @@ func FuzzRetrieve(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// FuzzFilter checks the one-pass filter decoder (RCP/1 §8) against referenceFilter, the
+// decoder it replaced, which reads each object into a map and each level again from its own
+// bytes: both must accept the same filters, decode them to the same value, and refuse the
+// others with the same *FieldError, except that only the one-pass decoder refuses a filter
+// beyond MaxFilterDepth or MaxFilterNodes.
+func FuzzFilter(f *testing.F) {
+	f.Add([]byte(`{"field":"top","op":"eq","value":"encoding"}`))
+	f.Add([]byte(`{"and":[{"not":{"field":"top","op":"in","value":["a","b"]}},{"or":[]}],"x":{"and":1}}`))
+	f.Add([]byte(`{"not":{"not":{"field":"top","op":"exists","value":true,"value":false}}}`))
+	f.Add([]byte(` {"fi\u0065ld":"top","op":null,"op":"ne","value":1e400} `))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := decodeFilter(raw, "filter")
+		want, werr := referenceFilter(raw, "filter")
+		var fe *FieldError
+		if err != nil && !errors.As(err, &fe) {
+			t.Fatalf("%s: error %v (%T) is not a *FieldError", raw, err, err)
+		}
+		if fe != nil && strings.Contains(fe.Reason, "the limit of") {
+			// Refused for its size: the reference must have seen a larger filter, or an error.
+			if werr == nil && filterLimits(want, "filter", 1, new(int)) == nil {
+				t.Fatalf("%s: refused (%v), but it is within the limits", raw, err)
+			}
+			return
+		}
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%s: error %v, reference error %v", raw, err, werr)
+		}
+		if err != nil {
+			if err.Error() != werr.Error() {
+				t.Fatalf("%s: error %v, reference error %v", raw, err, werr)
+			}
+			return
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: decoded %+v, reference %+v", raw, got, want)
+		}
+		if err := filterLimits(got, "filter", 1, new(int)); err != nil {
+			t.Fatalf("%s: accepted, but %v", raw, err)
+		}
+	})
+}
+
+// referenceFilter is the filter decoder that decodeFilter replaced: correct, and quadratic in
+// the depth of the filter, which is why it lives only here.
+func referenceFilter(raw []byte, path string) (*Filter, error) {
+	o, err := decodeObject(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	var f Filter
+	kinds := 0
+	for _, comb := range []struct {
+		name string
+		dst  *[]Filter
+	}{{"and", &f.And}, {"or", &f.Or}} {
+		raw, ok := o.get(comb.name)
+		if !ok {
+			continue
+		}
+		kinds++
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, fieldErr(o.name(comb.name), "must be an array of filters")
+		}
+		*comb.dst = make([]Filter, 0, len(items))
+		for i, it := range items {
+			c, err := referenceFilter(it, fmt.Sprintf("%s[%d]", o.name(comb.name), i))
+			if err != nil {
+				return nil, err
+			}
+			*comb.dst = append(*comb.dst, *c)
+		}
+	}
+	if raw, ok := o.get("not"); ok {
+		kinds++
+		if f.Not, err = referenceFilter(raw, o.name("not")); err != nil {
+			return nil, err
+		}
+	}
+	_, hasField := o.get("field")
+	_, hasOp := o.get("op")
+	if hasField || hasOp {
+		kinds++
+		if err := o.str("field", &f.Field); err != nil {
+			return nil, err
+		}
+		if err := o.str("op", &f.Op); err != nil {
+			return nil, err
+		}
+		if raw, ok := o.m["value"]; ok {
+			if err := json.Unmarshal(raw, &f.Value); err != nil {
+				return nil, fieldErr(o.name("value"), "must be a JSON value")
+			}
+		}
+	}
+	if kinds != 1 {
+		return nil, fieldErr(orFilter(path), "must be exactly one of a comparison {field, op, value}, and, or, not")
+	}
+	return &f, nil
 }
