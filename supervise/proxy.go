@@ -52,6 +52,11 @@ type ProxyOptions struct {
 	// are pending (server/discover for a 2026-07-28 host, ping for a legacy one); no answer
 	// within ProbeTimeout (default 5 s) restarts it.
 	ProbeAfter, ProbeTimeout time.Duration
+	// Drain bounds the end (default 5 s): once the host's input has ended or Proxy's context
+	// is done, the requests in flight have this long to be answered; then each is answered
+	// with an error that says the proxy is stopping, and the child is stopped. Proxy's
+	// clock is its Supervisor's (Spec.Clock).
+	Drain time.Duration
 	// RCP makes the restart error RCP's -32010 instead of MCP's -32603.
 	RCP    bool
 	Logger *zap.Logger
@@ -72,11 +77,12 @@ type pending struct {
 
 // proxy is the actor between a host and a supervised child.
 type proxy struct {
-	sup  *Supervisor
-	opts ProxyOptions
-	log  *zap.Logger
-	bad  *ratelog.Limiter // the child's malformed frames: 10 entries a second, then a count
-	host chan<- []byte    // to the host's writer actor
+	sup   *Supervisor
+	clock Clock
+	opts  ProxyOptions
+	log   *zap.Logger
+	bad   *ratelog.Limiter // the child's malformed frames: 10 entries a second, then a count
+	host  chan<- []byte    // to the host's writer actor
 
 	child     *Child
 	childOut  <-chan []byte
@@ -97,6 +103,8 @@ type proxy struct {
 	cannotRun  *StartError // why the supervisor gave up at once: the command cannot run
 	supDone    bool        // the supervisor's Run has returned
 	hostDone   bool        // the host's input has ended
+	stopping   bool        // Proxy's context is done: new requests are refused
+	drained    bool        // the drain deadline has passed
 	answered   bool        // the current child has answered a request
 	silent     int         // children in a row that exited before answering any request
 	lastTail   []string    // the stderr tail of the last child that exited
@@ -108,9 +116,15 @@ type proxy struct {
 // runs, as a transparent MCP (or RCP/1) proxy that survives crashes: it owns the id space
 // towards the child and maps every id back, replays what is safe to repeat on a new child,
 // answers the rest with an error that says the server restarted, replays a legacy initialize
-// with its setLevel and subscriptions, and re-opens subscription streams. It returns when the
-// host's input ends (the child is then stopped with the full sequence), ctx ends, or the
-// supervisor gives up (everything pending is answered first; the error is ErrGaveUp).
+// with its setLevel and subscriptions, and re-opens subscription streams.
+//
+// When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
+// ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
+// once); then each is answered with an error that says the proxy is stopping, the child is
+// stopped with the full sequence, and Proxy returns nil. When the supervisor gives up,
+// everything pending is answered first and the error is ErrGaveUp; when the command cannot
+// run at all, every request is answered with why until the host's input ends, and the error
+// is also a *StartError.
 func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Writer, opts *ProxyOptions) error {
 	var o ProxyOptions
 	if opts != nil {
@@ -125,11 +139,16 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 5 * time.Second
 	}
+	if o.Drain <= 0 {
+		o.Drain = 5 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The host's input is read until Proxy returns, not until ctx ends: a request that comes
+	// while the proxy drains is answered with the stopping error.
+	readCtx, stopReading := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReading()
 
 	hostFrames := make(chan []byte, 64)
 	go func() { // the host reader actor; it ends at EOF or when the proxy closes its input
@@ -146,7 +165,7 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 			}
 			select {
 			case hostFrames <- append([]byte(nil), line...):
-			case <-ctx.Done():
+			case <-readCtx.Done():
 				return
 			}
 		}
@@ -158,10 +177,12 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 		stdio.WriteFrames(hostOut, toHost, o.Logger)
 	}()
 	supErr := make(chan error, 1)
-	supCtx, stopSup := context.WithCancel(ctx)
+	// The supervisor ends when the proxy says, not with ctx: the requests in flight are
+	// drained first.
+	supCtx, stopSup := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { supErr <- sup.Run(supCtx) }()
 
-	p := &proxy{sup: sup, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
+	p := &proxy{sup: sup, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
 		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
 		subscribed: map[string]bool{}}
 	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
@@ -178,12 +199,15 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 }
 
 func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
-	tick := time.NewTicker(100 * time.Millisecond) // timeouts and probes
-	defer tick.Stop()
+	var tick, drain <-chan time.Time // timeouts and probes; the end of the drain
+	timed := p.opts.Timeout > 0 || p.opts.ProbeAfter > 0
+	if timed {
+		tick = p.clock.After(tickEvery)
+	}
 	for {
 		select {
 		case f, ok := <-hostFrames:
-			if !ok { // EOF from the host: finish what it asked, then stop the child gracefully
+			if !ok { // EOF from the host: finish what it asked, within Drain, then stop the child
 				hostFrames = nil
 				p.hostDone = true
 			} else {
@@ -194,7 +218,7 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 				p.childOut = nil
 				continue
 			}
-			p.lastHeard = time.Now()
+			p.lastHeard = p.clock.Now()
 			p.fromChild(f)
 		case e, ok := <-events:
 			if !ok {
@@ -202,10 +226,14 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 				break
 			}
 			p.event(e)
-		case <-tick.C:
+		case <-tick:
 			p.timers()
-		case <-ctx.Done():
-			stopSup()
+			tick = p.clock.After(tickEvery)
+		case <-drain:
+			p.drained = true
+			p.stopAll()
+		case <-ctx.Done(): // SIGTERM, say: refuse new requests, drain the others
+			p.stopping = true
 			if p.supDone {
 				return p.result()
 			}
@@ -213,13 +241,60 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 		}
 		// A command that cannot run is said to every request the host sends until it closes
 		// its input: a host's first request usually comes after the start has failed.
-		if p.supDone && (p.cannotRun == nil || p.hostDone) {
+		if p.supDone && (p.cannotRun == nil || p.hostDone || p.stopping) {
 			return p.result()
 		}
-		if p.hostDone && len(p.queue) == 0 && !p.owesHost() {
-			stopSup() // the supervisor stops the child: close stdin, wait, SIGTERM, SIGKILL
+		if p.hostDone || p.stopping {
+			if drain == nil && !p.drained {
+				drain = p.clock.After(p.opts.Drain)
+			}
+			if len(p.queue) == 0 && !p.owesHost() {
+				stopSup() // the supervisor stops the child: close stdin, wait, SIGTERM, SIGKILL
+			}
 		}
 	}
+}
+
+// tickEvery is how often the proxy checks per-request timeouts and its probe.
+const tickEvery = 100 * time.Millisecond
+
+// stopAll answers every host request still pending or queued with the stopping error: the
+// drain deadline has passed.
+func (p *proxy) stopAll() {
+	for _, f := range p.queue {
+		if m, err := jsonrpc.Decode(f); err == nil && m.Kind == jsonrpc.KindRequest {
+			p.toHost(p.stoppingError(m.ID))
+		}
+	}
+	p.queue = nil
+	n := 0
+	for id, r := range p.pend {
+		if r.internal || r.listen {
+			continue
+		}
+		n++
+		p.toHost(p.stoppingError(r.hostID))
+		p.forget(id)
+	}
+	if n > 0 {
+		p.log.Warn("stopping: requests the child did not answer within the drain deadline were answered with an error",
+			zap.Int("requests", n), zap.Duration("drain", p.opts.Drain))
+	}
+}
+
+// stoppingError answers a request the proxy can no longer wait for: it is stopping.
+func (p *proxy) stoppingError(id jsonrpc.ID) []byte {
+	why := "the proxy is stopping (its host closed its input, or it was asked to end) and the server did not answer in time"
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why,
+		Data: map[string]any{"reason": "proxy stopping", "retryable": false}}
+	if p.opts.RCP {
+		e.Code = -32010
+		e.Message = "Backend unavailable: " + why
+	}
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	return jsonrpc.AppendError(nil, id, e)
 }
 
 // result is Proxy's error once the supervisor is done.
@@ -251,7 +326,7 @@ func (p *proxy) owesHost() bool {
 func (p *proxy) event(e Event) {
 	switch e.Kind {
 	case EventStarted:
-		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), time.Now(), ""
+		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), p.clock.Now(), ""
 		p.answered = false
 		p.calls = map[string][]byte{}
 		p.ready = p.initParams == nil
@@ -379,6 +454,10 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		return
 	}
+	if p.stopping && m.Kind == jsonrpc.KindRequest {
+		p.toHost(p.stoppingError(m.ID))
+		return
+	}
 	switch m.Kind {
 	case jsonrpc.KindResponse: // the host answers a request of the child's
 		childID, ok := p.calls[string(m.ID)]
@@ -447,7 +526,7 @@ func (p *proxy) send(r *pending) {
 	if r.hostToken != nil {
 		params = setMeta(params, "progressToken", json.RawMessage(id))
 	}
-	r.sent = time.Now()
+	r.sent = p.clock.Now()
 	p.pend[string(id)] = r
 	if r.hostID != nil {
 		p.byHost[string(r.hostID)] = string(id)
@@ -482,7 +561,7 @@ func (p *proxy) busyError() *jsonrpc.Error {
 func (p *proxy) internal(method string, params json.RawMessage) string {
 	p.nextID++
 	id := jsonrpc.IntID(p.nextID)
-	p.pend[string(id)] = &pending{method: method, params: params, internal: true, sent: time.Now()}
+	p.pend[string(id)] = &pending{method: method, params: params, internal: true, sent: p.clock.Now()}
 	p.child.Send(jsonrpc.AppendRequest(nil, id, method, params))
 	return string(id)
 }
@@ -635,7 +714,7 @@ func (p *proxy) notification(m jsonrpc.Message, f []byte) {
 
 // timers enforces per-request timeouts and probes a silent child.
 func (p *proxy) timers() {
-	now := time.Now()
+	now := p.clock.Now()
 	if p.opts.Timeout > 0 {
 		for id, r := range p.pend {
 			if r.internal || r.listen || now.Sub(r.sent) < p.opts.Timeout {

@@ -802,3 +802,127 @@ func (s *syncBuffer) String() string {
 func tpLogger(w io.Writer) *zap.Logger {
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(w), zapcore.DebugLevel))
 }
+
+// tpClock is a Clock the test moves: each After fires once Advance has moved Now past its
+// deadline, so that a test of the proxy's deadlines never sleeps through them.
+type tpClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []tpTimer
+	armed  chan time.Duration // each After's duration, for the test to wait on
+}
+
+type tpTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newTPClock() *tpClock {
+	return &tpClock{now: time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC), armed: make(chan time.Duration, 1024)}
+}
+
+func (c *tpClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *tpClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.timers = append(c.timers, tpTimer{c.now.Add(d), ch})
+	select {
+	case c.armed <- d:
+	default:
+	}
+	return ch
+}
+
+// Advance moves Now by d and fires every timer due.
+func (c *tpClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if t.at.After(c.now) {
+			kept = append(kept, t)
+			continue
+		}
+		t.ch <- c.now
+	}
+	c.timers = kept
+}
+
+// waitArmed waits until something asks for a timer of duration d.
+func (c *tpClock) waitArmed(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-c.armed:
+			if got == d {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("nothing asked the clock for a %s timer", d)
+		}
+	}
+}
+
+// EOF with a request the child never answers: the request is given the drain deadline, then
+// answered with an error that says the proxy is stopping (not that the server restarted),
+// and the child is stopped; Proxy returns. Time is the fake clock's.
+func TestProxyEOFWithASilentChildEndsAfterTheDrain(t *testing.T) {
+	for _, end := range []string{"eof", "context"} {
+		t.Run(end, func(t *testing.T) {
+			clk := newTPClock()
+			spec := tpSpec(t, "echo", "")
+			spec.Clock = clk
+			h := tpStart(t, spec, &ProxyOptions{Drain: 7 * time.Second})
+			t.Cleanup(func() { clk.Advance(time.Hour) }) // before tpStart's: a failed test still ends
+			pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
+			_, silent := h.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 3_600_000}})
+			h.Tool("echo", map[string]any{"text": "the sleep is in the child"}) // stdin is ordered
+			proxied := make(chan error, 1)
+			if end == "eof" {
+				h.in.Close()
+			} else {
+				h.cancel()
+			}
+			clk.waitArmed(t, 7*time.Second)
+			if end == "context" { // a request that comes while stopping is refused at once
+				if r := h.Tool("echo", map[string]any{"text": "late"}); r.Error == nil || r.Error.Data["reason"] != "proxy stopping" {
+					t.Errorf("a request after the context ended: %v, want the stopping error", r)
+				}
+			}
+			select {
+			case r := <-silent:
+				t.Fatalf("answered before the drain deadline: %v", r)
+			default:
+			}
+			clk.Advance(7 * time.Second)
+			r, ok := h.Wait(silent, 10*time.Second)
+			if !ok || r.Error == nil || r.Error.Data["reason"] != "proxy stopping" || !strings.Contains(r.Error.Message, "stopping") {
+				t.Errorf("the silent request: %v (answered %v), want the stopping error", r, ok)
+			}
+			go func() { proxied <- <-h.proxied }()
+			select {
+			case err := <-proxied:
+				if err != nil {
+					t.Errorf("Proxy = %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Proxy did not return after the drain deadline")
+			}
+			h.closed = true
+			h.in.Close()
+			<-h.Done()
+			h.CheckAnswers()
+			if !tcGone(pid, 5*time.Second) {
+				t.Errorf("child %d still exists", pid)
+			}
+		})
+	}
+}

@@ -58,11 +58,16 @@ func TestMain(m *testing.M) {
 // ---- the child: a small MCP-ish stdio server ----
 
 // rtChild serves echo and sleep (annotated readOnlyHint and idempotentHint), danger (not
-// annotated), pid, and exit; mode "exit=N" exits with N at once.
+// annotated), pid, and exit; mode "exit=N" exits with N at once, mode "silent" reads
+// nothing and answers nothing until it is killed.
 func rtChild(mode string) int {
 	if n, ok := strings.CutPrefix(mode, "exit="); ok {
 		code, _ := strconv.Atoi(n)
 		return code
+	}
+	if mode == "silent" {
+		time.Sleep(time.Hour)
+		return 0
 	}
 	var mu sync.Mutex
 	write := func(v any) {
@@ -370,5 +375,20 @@ func TestBridgeChildThatExitsAtOnceIsReported(t *testing.T) {
 		if cmd != "false" && !strings.Contains(last, "cannot start") {
 			t.Errorf("relay bridge -- %s: %q does not say the command cannot start", cmd, last)
 		}
+	}
+}
+
+// EOF with a request the child never answers: relay gives it --drain, answers it with an
+// error that says relay is stopping (not that the server restarted), stops the child and
+// exits 0, instead of running on.
+func TestSuperviseEOFWithASilentChildExits(t *testing.T) {
+	r := rtStart(t, "silent", append([]string{"supervise", "--drain", "300ms", "--stop-wait", "300ms", "--"}, rtSelf(t)...)...)
+	_, ch := r.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}})
+	if code := r.exit(true, 10*time.Second); code != 0 {
+		t.Errorf("relay exited %d, want 0", code)
+	}
+	rep, ok := r.Wait(ch, time.Second)
+	if !ok || rep.Error == nil || rep.Error.Data["reason"] != "proxy stopping" {
+		t.Errorf("the request the child never answered: %v (answered %v), want the stopping error", rep, ok)
 	}
 }

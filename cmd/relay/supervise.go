@@ -24,8 +24,10 @@ const superviseUsage = `Usage: relay supervise [flags] -- CMD [ARGS...]
 Runs CMD, a stdio MCP (or RCP/1) server, as a child, and proxies the host's stdin and stdout
 to it. When the child crashes it is restarted with backoff; requests safe to repeat are sent
 again to the new child, the others are answered with an error that says the server
-restarted. EOF on stdin, SIGTERM and SIGINT stop the child (close stdin, wait, SIGTERM,
-SIGKILL) and exit. Logs go to stderr.
+restarted. EOF on stdin, SIGTERM and SIGINT end it: the requests in flight have --drain to
+be answered (then each gets an error that says relay is stopping), the child is stopped
+(close stdin, wait, SIGTERM, SIGKILL) and relay exits. A command that cannot run is not
+retried: every request is answered with why, and relay exits 1 at EOF. Logs go to stderr.
 
 Flags:
 `
@@ -34,7 +36,7 @@ Flags:
 // bridge.
 type childFlags struct {
 	restart, limit, backoff, replay *string
-	probe, timeout, stopWait        *time.Duration
+	probe, timeout, stopWait, drain *time.Duration
 	rcp, verbose                    *bool
 }
 
@@ -47,6 +49,7 @@ func addChildFlags(fs *flag.FlagSet) *childFlags {
 		probe:    fs.Duration("probe", 0, "probe a child silent this long while requests are pending, and restart it if it does not answer (0: off)"),
 		timeout:  fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)"),
 		stopWait: fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM"),
+		drain:    fs.Duration("drain", 5*time.Second, "at EOF or SIGTERM, how long the requests in flight have to be answered before the child is stopped"),
 		rcp:      fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)"),
 		verbose:  fs.Bool("v", false, "log the child's stderr and lifecycle at info level (default: warnings)"),
 	}
@@ -97,7 +100,7 @@ func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOpt
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level))
 	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log}
 	return spec, supervise.ProxyOptions{Replay: supervise.Replay(*f.replay), ProbeAfter: *f.probe,
-		Timeout: *f.timeout, RCP: *f.rcp, Logger: log}, log, nil
+		Timeout: *f.timeout, Drain: *f.drain, RCP: *f.rcp, Logger: log}, log, nil
 }
 
 func runSupervise(args []string) int {
