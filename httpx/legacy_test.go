@@ -250,6 +250,50 @@ func TestB2_ExplicitCancelEndsTheRequest(t *testing.T) {
 	}
 }
 
+// TestB2_AReusedIDIsRefusedAndTheFirstPOSTStillEnds: a client that sends a request with
+// the id of one of its requests still in flight gets -32600 on the second POST at once, and
+// the first POST is still answered (here it ends when the request is cancelled), instead of
+// waiting forever for an answer the second one took.
+func TestB2_AReusedIDIsRefusedAndTheFirstPOSTStillEnds(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := f.doAsync(f.request(ctx, http.MethodPost, message(12, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "first"}}),
+		"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion))
+	await(t, f.tk.started, "the first request's handler to start")
+
+	second := make(chan reply, 1)
+	go func() {
+		second <- f.legacyPost(sid, message(12, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "second"}}))
+	}()
+	select {
+	case r := <-second:
+		if m := r.rpc(t); m.Error == nil || m.Error.Code != -32600 {
+			t.Errorf("the second request with id 12: %s, want error -32600", r)
+		}
+	case <-time.After(waitShort):
+		t.Fatal("the second request with the id of one in flight was not answered")
+	}
+
+	if r := f.legacyPost(sid, message(nil, "notifications/cancelled", map[string]any{"requestId": 12, "reason": "user"})); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: got %s, want 202", r)
+	}
+	if k := await(t, f.tk.cancelled, "the first handler to see the cancel"); k != "first" {
+		t.Fatalf("cancelled %q, want the first request's handler", k)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Errorf("the first POST failed: %v", err)
+		}
+	case <-time.After(waitShort):
+		t.Errorf("the first POST is held open after its request was cancelled: the reused id orphaned it")
+		cancel()
+		<-first
+	}
+}
+
 // TestB2_SessionsAreBoundedLRU: with MaxSessions n, the n+1st initialize evicts the least
 // recently used idle session.
 func TestB2_SessionsAreBoundedLRU(t *testing.T) {

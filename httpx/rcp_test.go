@@ -223,6 +223,44 @@ func TestRCP_CompactEnvelopesInFlightTogetherInASession(t *testing.T) {
 
 // TestRCP_ASecondInitializeLeavesTheSessionOpen: in session mode, an initialize sent in a
 // session that is already initialized is -32600 (RCP/1 §13), and the session goes on.
+// TestRCP_ABatchWhileTheSessionsLastIsInFlight: a session answers one batch at a time (its
+// answer carries no id to tell two apart), so a second batch while the first is in flight is
+// refused at once with -32600, and the first is still answered.
+func TestRCP_ABatchWhileTheSessionsLastIsInFlight(t *testing.T) {
+	url := rcpServe(t, rcpServer(nil), httpx.RCPOptions{Sessions: true})
+	inSession := map[string]string{"RCP-Session": sessionToken(t, url)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	type answer struct {
+		b   []byte
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() { // waits for its request's deadline (500 ms), then is answered -32014
+		_, b, err := rcpTryPost(ctx, url, "/rcp", `[{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"wait":true}}]`, inSession)
+		first <- answer{b, err}
+	}()
+	// Until the first batch is in, a second one is simply answered; once it is, refused.
+	for deadline := time.Now().Add(400 * time.Millisecond); ; {
+		_, b := rcpPost(t, url, "/rcp", `[{"jsonrpc":"2.0","id":2,"method":"ping","params":{"nonce":1}}]`, inSession)
+		if code := jsonrpc.Field(jsonrpc.Field(b, "error"), "code"); string(code) == "-32600" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("a second batch while the first is in flight: %s, want -32600", b)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a := <-first
+	if a.err != nil {
+		t.Fatalf("the first batch's POST: %v (its answer went to the second batch)", a.err)
+	}
+	if !bytes.Contains(a.b, []byte(`"id":1`)) {
+		t.Errorf("the first batch's answer: %s", a.b)
+	}
+}
+
 func TestRCP_ASecondInitializeLeavesTheSessionOpen(t *testing.T) {
 	url := rcpServe(t, rcpServer(nil), httpx.RCPOptions{Sessions: true})
 	header := map[string]string{"RCP-Session": sessionToken(t, url)}

@@ -187,6 +187,11 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					m.ack <- false
 					continue
 				}
+				if m.key != "" && (running[m.key] || waiters[m.key] != nil) {
+					refuseReuse(m.key, m.w) // the dispatcher would too, but the first POST would lose its answer
+					m.ack <- true
+					continue
+				}
 				if m.key != "" {
 					waiters[m.key] = m.w
 					if m.key != batchKey {
@@ -287,6 +292,18 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 			}
 		}
 	}
+}
+
+// refuseReuse answers a POST whose request has the id of one of the client's requests still in
+// flight (or that is a batch while the session's previous batch is), without handing it to
+// the dispatcher: the waiter of the first stays the one its answer goes to.
+func refuseReuse(key string, w *waiter) {
+	id, msg := jsonrpc.ID(key), "Invalid request: this id is already in flight in this session; use a new id for each request"
+	if key == batchKey {
+		id, msg = jsonrpc.Null, "Invalid request: this session's previous batch is still in flight; send the next one once it is answered"
+	}
+	w.out <- runtime.Outbound{Frame: jsonrpc.AppendError(nil, id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, msg)), Request: id, Final: true}
+	close(w.out)
 }
 
 // deliver sends o to w, unless its client has gone away (false: forget it). An eviction
