@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 //   - its body must arrive within BodyTimeout (a read deadline on the connection; 408 after
 //     it), no longer than MaxBody (a Content-Length over it is 413 before a byte is read);
 //   - the bytes of the bodies being read or served, across all clients, stay within
-//     BodyBudget: each body takes its share as its bytes arrive, and a body that would go
-//     past it is refused with 503 and Retry-After before more of it is read;
+//     BodyBudget, and those of one client (see clientKey) within its share of it, an eighth
+//     and at least MaxBody, so that no client alone can spend it: each body takes its bytes
+//     as they arrive, and a body that would go past either is refused with 503 and
+//     Retry-After before more of it is read;
 //   - an in-flight slot, of MaxInFlight, is taken only once the body is in, so that clients
 //     that send their bodies slowly hold no slot while they do.
 //
@@ -30,11 +33,16 @@ type admission struct {
 	maxResponse int
 	inFlight    atomic.Int64
 	bodyBudget  int64
+	bodyShare   int64        // of one client
 	bodies      atomic.Int64 // bytes held by bodies being read or served
+
+	mu       sync.Mutex
+	byClient map[string]int64 // bytes held, of clients that hold some
 }
 
-func newAdmission(maxInFlight, maxResponse int, bodyBudget int64) admission {
-	return admission{maxInFlight: int64(maxInFlight), maxResponse: maxResponse, bodyBudget: bodyBudget}
+func newAdmission(maxInFlight, maxResponse int, bodyBudget, maxBody int64) *admission {
+	return &admission{maxInFlight: int64(maxInFlight), maxResponse: maxResponse, bodyBudget: bodyBudget,
+		bodyShare: max(bodyBudget/8, min(maxBody, bodyBudget)), byClient: map[string]int64{}}
 }
 
 // enter takes an in-flight slot; false when the server is at its limit (the caller answers
@@ -49,19 +57,34 @@ func (a *admission) enter() bool {
 
 func (a *admission) leave() { a.inFlight.Add(-1) }
 
-// take reserves n bytes of the body budget; false when they do not fit.
-func (a *admission) take(n int64) bool {
+// take reserves n bytes of the body budget for client; false when they do not fit in the
+// budget or in the client's share of it.
+func (a *admission) take(client string, n int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byClient[client]+n > a.bodyShare {
+		return false
+	}
 	if a.bodies.Add(n) > a.bodyBudget {
 		a.bodies.Add(-n)
 		return false
 	}
+	a.byClient[client] += n
 	return true
 }
 
-// releaseBody gives back what a body held of the budget.
-func (a *admission) releaseBody(held int64) {
-	if held != 0 {
-		a.bodies.Add(-held)
+// releaseBody gives back what a body of client held of the budget.
+func (a *admission) releaseBody(client string, held int64) {
+	if held == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.bodies.Add(-held)
+	if left := a.byClient[client] - held; left > 0 {
+		a.byClient[client] = left
+	} else {
+		delete(a.byClient, client)
 	}
 }
 
@@ -96,6 +119,7 @@ func (d *door) readBody(w http.ResponseWriter, r *http.Request) (body []byte, he
 		limit = want
 	}
 	src := http.MaxBytesReader(w, r.Body, d.o.maxBody)
+	client := clientKey(r)
 	var chunks [][]byte
 	total, size := int64(0), int64(firstChunk)
 	for total != want { // a known length ends the body: no read waits for the EOF it tells
@@ -107,7 +131,7 @@ func (d *door) readBody(w http.ResponseWriter, r *http.Request) (body []byte, he
 			into = make([]byte, 1) // a chunked body at MaxBody: one byte more says whether it goes past
 		default:
 			next := min(size, limit-total)
-			if !d.take(next) {
+			if !d.take(client, next) {
 				w.Header().Set("Retry-After", "1")
 				return refuse(refusedBusy, "Server busy: request bodies in flight are at the server's limit; retry shortly")
 			}

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/runtime"
 )
 
 // target is one protocol's handler on a real listener, with a request it answers at once.
@@ -74,13 +75,17 @@ func admissionTargets(t *testing.T, mo httpx.MCPOptions, ro httpx.RCPOptions) []
 
 // stall opens a connection and sends a POST's headers, declaring length bytes of body, and
 // the first sent bytes of the body; then it sends nothing more. The caller closes it.
-func stall(t *testing.T, addr, path string, length, sent int) net.Conn {
+func stall(t *testing.T, addr, path string, length, sent int, header ...string) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", path, length)
+	var extra string
+	for i := 0; i+1 < len(header); i += 2 {
+		extra += header[i] + ": " + header[i+1] + "\r\n"
+	}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n", path, extra, length)
 	if _, err := io.WriteString(conn, head+strings.Repeat("x", sent)); err != nil {
 		conn.Close()
 		t.Fatal(err)
@@ -248,6 +253,55 @@ func TestLimits_StalledBodiesStayWithinTheBudget(t *testing.T) {
 			if status, err := tg.normal(); err != nil || status != http.StatusOK {
 				t.Errorf("a normal request after: %d %v", status, err)
 			}
+		})
+	}
+}
+
+// TestLimits_OneClientHoldsOnlyItsShareOfTheBudget: one client's stalled bodies hold at most
+// its share of the body budget (an eighth, and at least one whole body), so the budget is
+// never spent by one client: another client, and even this one's small requests once its
+// share is back, are served while the stalls last.
+func TestLimits_OneClientHoldsOnlyItsShareOfTheBudget(t *testing.T) {
+	const maxBody, budget = 128 << 10, 512 << 10 // room for 4 whole bodies; a client's share: 1
+	// A client names itself in X-Client (a principal); without it, it is known by its address.
+	auth := httpx.Authenticator(func(r *http.Request) (*runtime.Principal, error) {
+		if c := r.Header.Get("X-Client"); c != "" {
+			return &runtime.Principal{ID: c}, nil
+		}
+		return nil, nil
+	})
+	mo := httpx.MCPOptions{MaxBody: maxBody, BodyBudget: budget, Authenticator: auth}
+	ro := httpx.RCPOptions{MaxBody: maxBody, BodyBudget: budget, Authenticator: auth}
+	for _, tg := range admissionTargets(t, mo, ro) {
+		t.Run(tg.name, func(t *testing.T) {
+			var conns []net.Conn
+			refused := 0
+			for range 6 {
+				conn := stall(t, tg.addr, tg.path, maxBody, maxBody-1, "X-Client", "mallory")
+				conns = append(conns, conn)
+				waitFor(t, "the stalled body to be read or refused", func() bool {
+					held := httpx.HeldBodyBytes(tg.handler)
+					return held >= maxBody-1 || len(conns) > 1
+				})
+				if status, _, _, err := response(conn, 300*time.Millisecond); err == nil && status == http.StatusServiceUnavailable {
+					refused++
+				}
+			}
+			if held := httpx.HeldBodyBytes(tg.handler); held > maxBody {
+				t.Errorf("one client's stalled bodies hold %d bytes, over its share of %d", held, maxBody)
+			}
+			if refused < 5 {
+				t.Errorf("%d of mallory's 6 stalled bodies refused; want every one past the first", refused)
+			}
+			if status, err := tg.normal(); err != nil || status != http.StatusOK {
+				t.Errorf("another client's request while mallory stalls: %d %v, want 200", status, err)
+			}
+			for _, c := range conns {
+				c.Close()
+			}
+			waitFor(t, "the stalled bodies to give their share back", func() bool {
+				return httpx.HeldBodyBytes(tg.handler) == 0
+			})
 		})
 	}
 }

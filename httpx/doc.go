@@ -26,7 +26,7 @@
 // Admission is bounded everywhere a client could hold what others need (admission.go):
 // connections (ServerOptions.MaxConns, in Serve), the time a body may take (BodyTimeout), its
 // size (MaxBody, refused from its Content-Length before it is read), the bytes of all bodies
-// held at once (BodyBudget), the requests served at once (MaxInFlight, a slot taken only once
+// held at once (BodyBudget, and an eighth of it per client), the requests served at once (MaxInFlight, a slot taken only once
 // the body is in), and sessions, in all and per client (MaxSessions, MaxSessionsPerClient).
 // When the session table is full, the session that has waited longest on its client (idle,
 // or holding a server-to-client request unanswered) is evicted; sessions are never locked up

@@ -25,7 +25,7 @@ import (
 //     configured, RFC 9728 §5.1), then the rate limit (429);
 //  4. the body, under admission (admission.go): a Content-Length over MaxBody is 413 before a
 //     byte is read, a body not in within BodyTimeout is 408, and bodies held across all
-//     clients past BodyBudget are 503;
+//     clients past BodyBudget, or of one client past its share of it, are 503;
 //  5. an in-flight slot, taken only now that the body is in (503);
 //  6. the protocol's dispatch, whose answer comes back through door.respond.
 //
@@ -39,7 +39,7 @@ type door struct {
 	rt   *runtime.Server
 	log  *zap.Logger
 	peer *ratelog.Limiter // refusals, which a client causes: bounded
-	admission
+	*admission
 	sessions sessionHost
 }
 
@@ -157,7 +157,7 @@ func (d *door) init(p protocol, name string, o doorOptions, profile runtime.Prof
 	}
 	d.peer = ratelog.New(d.log, nil)
 	d.rt = runtime.NewServer(profile, append([]runtime.Option{runtime.WithLogger(d.log)}, rtOpts...)...)
-	d.admission = newAdmission(o.maxInFlight, o.maxResponse, o.bodyBudget)
+	d.admission = newAdmission(o.maxInFlight, o.maxResponse, o.bodyBudget, o.maxBody)
 	d.sessions.start(o.maxSessions, o.perClient, o.sessionIdle)
 }
 
@@ -239,7 +239,7 @@ func (d *door) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, held, why, message := d.readBody(w, r)
-	defer d.releaseBody(held)
+	defer d.releaseBody(clientKey(r), held)
 	if message != "" {
 		d.refuse(w, why, message)
 		return

@@ -44,9 +44,11 @@ type MCPOptions struct {
 	// closed.
 	BodyTimeout time.Duration
 	// BodyBudget bounds the bytes of request bodies held at once across all clients, from
-	// their first byte until their request is over (default 256 MiB). Each body takes its
-	// share as its bytes arrive; one that would go past the budget is refused with 503 and
-	// Retry-After before more of it is read. It bounds the memory that clients sending large
+	// their first byte until their request is over (default 256 MiB), and those of one
+	// client (its principal, or else its address) to an eighth of it, and at least MaxBody,
+	// so that no client alone can spend it. Each body takes its bytes as they arrive; one
+	// that would go past either bound is refused with 503 and Retry-After before more of it
+	// is read. It bounds the memory that clients sending large
 	// bodies slowly can hold, whatever their number (the process's heap may still reach about
 	// twice the budget before Go's collector runs, at the default GOGC); keep it well above
 	// MaxBody.

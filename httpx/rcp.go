@@ -35,7 +35,8 @@ type RCPOptions struct {
 	Authenticator     Authenticator
 	ProtectedResource *ProtectedResourceMetadata
 	// MaxBody (default 16 MiB, 413), BodyTimeout (default 10 s, 408) and BodyBudget
-	// (default 256 MiB of bodies across all clients, 503) are as in MCPOptions; RCP's
+	// (default 256 MiB of bodies across all clients, an eighth of it per client, 503) are as
+	// in MCPOptions; RCP's
 	// refusals carry -32013, -32014 and -32010.
 	MaxBody     int64
 	BodyTimeout time.Duration
