@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/stdio"
 )
 
@@ -62,8 +64,16 @@ type ChildOptions struct {
 	// 64 MiB): past it, Send fails with ErrBacklog instead of holding more for a child that
 	// stopped reading.
 	MaxBacklog int
-	// Logger receives the child's stderr and lifecycle (default: a logger on stderr).
+	// Logger receives the child's lifecycle, and its stderr unless Stderr is set (default:
+	// nothing is logged).
 	Logger *zap.Logger
+	// Stderr, when set, receives the child's stderr as it comes, line by line, each line
+	// prefixed with the child's name and ": ", and cut to MaxStderrLine bytes, in one Write
+	// per line. io.Discard drops it. When nil, each line is logged at info level.
+	Stderr io.Writer
+	// MaxStderrLine bounds one line of the child's stderr as it is passed on (default
+	// 4,096 bytes); the rest of a longer line is dropped and counted.
+	MaxStderrLine int
 }
 
 // Child is one running process. Its stdout frames arrive on Frames, its exit on Done.
@@ -84,6 +94,9 @@ type Child struct {
 	closed    chan struct{} // closed when stdin has been closed
 	closeOnce sync.Once
 	tail      []string // the last lines of stderr, for StderrTail; written by drainStderr before done
+	stderr    io.Writer
+	maxLine   int
+	warn      *ratelog.Limiter // Relay's own warnings about the child's output
 }
 
 // stderrTail is how many of the child's last stderr lines StderrTail keeps, and
@@ -108,6 +121,9 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
+	}
+	if o.MaxStderrLine <= 0 {
+		o.MaxStderrLine = 4096
 	}
 	name := cmd.Name
 	if name == "" {
@@ -155,7 +171,9 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 		name: name, proc: p, log: o.Logger.With(zap.String("child", name), zap.Int("pid", p.pid)),
 		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
 		done: make(chan struct{}), closed: make(chan struct{}), maxLog: o.MaxBacklog,
+		stderr: o.Stderr, maxLine: o.MaxStderrLine,
 	}
+	ch.warn = ratelog.New(ch.log, nil)
 	errDone := make(chan struct{})
 	go ch.readStdout(stdout, o.MaxFrame)
 	go ch.drainStderr(stderr, errDone)
@@ -269,6 +287,7 @@ func (c *Child) Stop(ctx context.Context) Exit {
 func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 	defer r.Close()
 	defer close(c.frames)
+	defer c.warn.Flush()
 	fr := stdio.NewReader(r, maxFrame)
 	dropped := 0
 	defer func() {
@@ -281,7 +300,7 @@ func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 		var tl *stdio.TooLargeError
 		switch {
 		case errors.As(err, &tl):
-			c.log.Warn("discarded a line of the child's stdout over the size limit", zap.Int("limit", tl.Limit))
+			c.warn.Warn("discarded a line of the child's stdout over the size limit", nil, zap.Int("limit", tl.Limit))
 			continue
 		case err != nil:
 			return
@@ -306,20 +325,71 @@ func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 	}
 }
 
-// drainStderr logs the child's stderr line by line; it never stops reading, so a child that
-// writes a lot to stderr can never block on a full pipe.
+// drainStderr passes the child's stderr on line by line (to Stderr, or the log); it never
+// stops reading, so a child that writes a lot to stderr, or a line without end, can never
+// block on a full pipe.
 func (c *Child) drainStderr(r io.ReadCloser, done chan<- struct{}) {
 	defer close(done)
 	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		c.log.Info(sc.Text(), zap.String("stream", "stderr"))
-		c.keep(sc.Bytes())
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte // the line so far, at most maxLine bytes
+	more := 0       // bytes of it past maxLine, dropped
+	for {
+		chunk, err := br.ReadSlice('\n')
+		whole := err == nil
+		if whole {
+			chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+		}
+		room := max(c.maxLine-len(line), 0)
+		if len(chunk) > room {
+			more += len(chunk) - room
+			chunk = chunk[:room]
+		}
+		line = append(line, chunk...)
+		switch {
+		case whole:
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case len(line) == 0 && more == 0:
+			return
+		}
+		c.passOn(line, more)
+		line, more = line[:0], 0
+		if !whole {
+			return
+		}
 	}
-	if sc.Err() != nil { // a line over 1 MiB: keep draining, unlogged
-		io.Copy(io.Discard, r)
+}
+
+// passOn hands one line of stderr on, and keeps it for StderrTail.
+func (c *Child) passOn(line []byte, more int) {
+	if more > 0 { // cut where a character starts, not inside one
+		i := len(line) - 1
+		for i > 0 && !utf8.RuneStart(line[i]) {
+			i--
+		}
+		if i >= 0 && !utf8.FullRune(line[i:]) {
+			more += len(line) - i
+			line = line[:i]
+		}
 	}
+	c.keep(line)
+	if c.stderr == nil {
+		if more > 0 {
+			c.log.Info(string(line), zap.String("stream", "stderr"), zap.Int("cut", more))
+		} else {
+			c.log.Info(string(line), zap.String("stream", "stderr"))
+		}
+		return
+	}
+	out := make([]byte, 0, len(c.name)+len(line)+40)
+	out = append(append(append(out, c.name...), ": "...), line...)
+	if more > 0 {
+		out = append(out, " … ("...)
+		out = strconv.AppendInt(out, int64(more), 10)
+		out = append(out, " more bytes)"...)
+	}
+	c.stderr.Write(append(out, '\n'))
 }
 
 // keep adds a line of stderr to the tail.

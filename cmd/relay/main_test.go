@@ -59,7 +59,8 @@ func TestMain(m *testing.M) {
 
 // rtChild serves echo and sleep (annotated readOnlyHint and idempotentHint), danger (not
 // annotated), pid, and exit; mode "exit=N" exits with N at once, mode "silent" reads
-// nothing and answers nothing until it is killed.
+// nothing and answers nothing until it is killed, mode "say=TEXT" writes TEXT to stderr
+// first.
 func rtChild(mode string) int {
 	if n, ok := strings.CutPrefix(mode, "exit="); ok {
 		code, _ := strconv.Atoi(n)
@@ -68,6 +69,9 @@ func rtChild(mode string) int {
 	if mode == "silent" {
 		time.Sleep(time.Hour)
 		return 0
+	}
+	if say, ok := strings.CutPrefix(mode, "say="); ok { // then serve
+		fmt.Fprintln(os.Stderr, say)
 	}
 	var mu sync.Mutex
 	write := func(v any) {
@@ -390,5 +394,29 @@ func TestSuperviseEOFWithASilentChildExits(t *testing.T) {
 	rep, ok := r.Wait(ch, time.Second)
 	if !ok || rep.Error == nil || rep.Error.Data["reason"] != "proxy stopping" {
 		t.Errorf("the request the child never answered: %v (answered %v), want the stopping error", rep, ok)
+	}
+}
+
+// The child's stderr reaches relay's stderr by default, each line prefixed with the child's
+// name; --quiet-child drops it.
+func TestSuperviseChildStderrPassesThrough(t *testing.T) {
+	const said = "the child says hello on stderr"
+	name := filepath.Base(rtSelf(t)[0])
+	for _, quiet := range []bool{false, true} {
+		args := []string{"supervise"}
+		if quiet {
+			args = append(args, "--quiet-child")
+		}
+		r := rtStart(t, "say="+said, append(append(args, "--"), rtSelf(t)...)...)
+		if rep := r.Call("tools/list", map[string]any{}); rep.Error != nil { // the child runs: it has spoken
+			t.Fatalf("tools/list = %v", rep)
+		}
+		if code := r.exit(true, 10*time.Second); code != 0 {
+			t.Errorf("relay exited %d", code)
+		}
+		got := strings.Contains(r.stderr.String(), name+": "+said+"\n")
+		if got == quiet {
+			t.Errorf("quiet %v: relay's stderr has the child's line %q: %v\n%s", quiet, name+": "+said, got, rtTail(r.stderr.String(), 2000))
+		}
 	}
 }

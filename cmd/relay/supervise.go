@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -27,7 +28,9 @@ again to the new child, the others are answered with an error that says the serv
 restarted. EOF on stdin, SIGTERM and SIGINT end it: the requests in flight have --drain to
 be answered (then each gets an error that says relay is stopping), the child is stopped
 (close stdin, wait, SIGTERM, SIGKILL) and relay exits. A command that cannot run is not
-retried: every request is answered with why, and relay exits 1 at EOF. Logs go to stderr.
+retried: every request is answered with why, and relay exits 1 at EOF. relay's logs go to
+stderr, and so does the child's stderr, each line prefixed with the child's name (unless
+--quiet-child).
 
 Flags:
 `
@@ -37,21 +40,22 @@ Flags:
 type childFlags struct {
 	restart, limit, backoff, replay *string
 	probe, timeout, stopWait, drain *time.Duration
-	rcp, verbose                    *bool
+	rcp, verbose, quietChild        *bool
 }
 
 func addChildFlags(fs *flag.FlagSet) *childFlags {
 	return &childFlags{
-		restart:  fs.String("restart", "always", "restart policy: always, on-failure or never"),
-		limit:    fs.String("restart-limit", "5/1m", "give up after N restarts within DURATION (N/DURATION); 0 never gives up"),
-		backoff:  fs.String("backoff", "100ms..30s", "delay before a restart, doubling from MIN to MAX (MIN..MAX)"),
-		replay:   fs.String("replay", "annotated", "requests re-sent to a restarted child: safe, annotated or none"),
-		probe:    fs.Duration("probe", 0, "probe a child silent this long while requests are pending, and restart it if it does not answer (0: off)"),
-		timeout:  fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)"),
-		stopWait: fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM"),
-		drain:    fs.Duration("drain", 5*time.Second, "at EOF or SIGTERM, how long the requests in flight have to be answered before the child is stopped"),
-		rcp:      fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)"),
-		verbose:  fs.Bool("v", false, "log the child's stderr and lifecycle at info level (default: warnings)"),
+		restart:    fs.String("restart", "always", "restart policy: always, on-failure or never"),
+		limit:      fs.String("restart-limit", "5/1m", "give up after N restarts within DURATION (N/DURATION); 0 never gives up"),
+		backoff:    fs.String("backoff", "100ms..30s", "delay before a restart, doubling from MIN to MAX (MIN..MAX)"),
+		replay:     fs.String("replay", "annotated", "requests re-sent to a restarted child: safe, annotated or none"),
+		probe:      fs.Duration("probe", 0, "probe a child silent this long while requests are pending, and restart it if it does not answer (0: off)"),
+		timeout:    fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)"),
+		stopWait:   fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM"),
+		drain:      fs.Duration("drain", 5*time.Second, "at EOF or SIGTERM, how long the requests in flight have to be answered before the child is stopped"),
+		rcp:        fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)"),
+		verbose:    fs.Bool("v", false, "log the child's lifecycle at info level (default: warnings)"),
+		quietChild: fs.Bool("quiet-child", false, "drop the child's stderr (default: each line is passed on to relay's stderr, prefixed with the child's name)"),
 	}
 }
 
@@ -97,8 +101,14 @@ func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOpt
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level))
-	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log}
+	// relay's log and its children's stderr share one lock, so that their lines never mix.
+	errOut := zapcore.Lock(os.Stderr)
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
+	var childErr io.Writer = errOut
+	if *f.quietChild {
+		childErr = io.Discard
+	}
+	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log, Stderr: childErr}
 	return spec, supervise.ProxyOptions{Replay: supervise.Replay(*f.replay), ProbeAfter: *f.probe,
 		Timeout: *f.timeout, Drain: *f.drain, RCP: *f.rcp, Logger: log}, log, nil
 }
