@@ -126,6 +126,8 @@ func decode(req *rcp.Request, v any) error {
 func rcpError(err error) error {
 	var fe *engine.FieldError
 	var oe *engine.OptionError
+	var tooLarge *engine.DocumentTooLargeError
+	var full *engine.IndexFullError
 	switch {
 	case err == nil:
 		return nil
@@ -133,6 +135,11 @@ func rcpError(err error) error {
 		return rcp.InvalidParams(fe.Field, fe.Field+": "+fe.Reason)
 	case errors.As(err, &oe):
 		return rcp.OptionUnsupported(oe.Option, oe.Value)
+	case errors.As(err, &tooLarge): // §12: split the request
+		return &jsonrpc.Error{Code: rcp.CodePayloadTooLarge, Message: "Payload too large: " + err.Error(),
+			Data: map[string]any{"field": tooLarge.Field, "retryable": false}}
+	case errors.As(err, &full): // §12: it conflicts with what the index holds
+		return &jsonrpc.Error{Code: rcp.CodeConflict, Message: "Conflict: " + err.Error(), Data: map[string]any{"retryable": false}}
 	case errors.Is(err, engine.ErrIndexVersionUnavailable):
 		return rcp.Errorf(rcp.CodeBackendUnavailable, "Backend unavailable: %v", err)
 	case errors.Is(err, engine.ErrCursorExpired):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -30,6 +31,21 @@ type Config struct {
 	// string match). Default "package" and "top", the fields of the default corpus. An empty
 	// non-nil slice turns filtering off.
 	FilterFields []string
+
+	// MaxDocumentBytes is the largest document index/add takes, counting the bytes of its
+	// text and of its metadata encoded as JSON; a larger one is refused with a
+	// *DocumentTooLargeError (-32013). Default 1 MiB.
+	MaxDocumentBytes int
+	// MaxDocuments is the most documents the index holds; an index/add that would store more
+	// is refused, all of it, with an *IndexFullError (-32016). Default 100,000.
+	MaxDocuments int
+	// MaxIndexBytes is the most document bytes (counted as for MaxDocumentBytes) the index
+	// holds; an index/add that would store more is refused, all of it, with an
+	// *IndexFullError (-32016). Default 64 MiB, which the engine holds in about 1 GiB.
+	//
+	// The three limits bound index/add, the method clients call; Add, for the program that
+	// builds the engine, stores what it is given.
+	MaxIndexBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -44,6 +60,15 @@ func (c Config) withDefaults() Config {
 	}
 	c.MaxCandidateK = max(c.MaxCandidateK, c.MaxRerankCandidates, c.MaxK)
 	c.MaxRerankCandidates = max(c.MaxRerankCandidates, c.MaxK)
+	if c.MaxDocumentBytes <= 0 {
+		c.MaxDocumentBytes = 1 << 20
+	}
+	if c.MaxDocuments <= 0 {
+		c.MaxDocuments = 100_000
+	}
+	if c.MaxIndexBytes <= 0 {
+		c.MaxIndexBytes = 64 << 20
+	}
 	if c.FilterFields == nil {
 		c.FilterFields = []string{"package", "top"}
 	}
@@ -58,7 +83,9 @@ const (
 )
 
 // Engine is an in-memory index with dense, sparse and hybrid retrieval and a late-interaction
-// reranker. It is safe for concurrent use: reads share a lock, writes hold it alone.
+// reranker. It is safe for concurrent use: reads share a lock, writes hold it alone, and only
+// to link documents whose tokens and vectors were computed before they took it, so that a
+// large write does not hold up the reads.
 type Engine struct {
 	cfg Config
 
@@ -68,6 +95,7 @@ type Engine struct {
 	free     []int32
 	postings map[string][]posting // term -> the documents holding it
 	totalLen int                  // tokens over all documents, for BM25's average length
+	bytes    int                  // the documents' sizes, as Config.MaxIndexBytes counts them
 	digest   uint64               // XOR of the documents' content hashes
 	minted   uint64               // the last number used for a minted id
 }
@@ -84,6 +112,7 @@ type entry struct {
 	toks  []sparseVec // one vector per distinct term, for MaxSim
 	words int         // words, for tokenBudget
 	hash  uint64      // content hash, for the index version
+	size  int         // bytes of text and of metadata as JSON, for the index limits
 }
 
 type posting struct {
@@ -124,11 +153,20 @@ func (e *Engine) versionLocked() string {
 // Add upserts docs in order and returns their ids in the same order. A document with an id
 // that is already stored replaces it; a document without an id gets a minted one ("doc-N"),
 // so adding it twice stores it twice. Metadata is copied; a NaN or infinite number in it is
-// stored as 0.
+// stored as 0. The documents are tokenised and embedded before the write lock is taken.
 func (e *Engine) Add(docs []Document) []string {
-	ids := make([]string, len(docs))
+	ps := make([]*prepared, len(docs))
+	for i, d := range docs {
+		meta := cloneMeta(d.Metadata)
+		ps[i] = prepare(d.Text, meta, metaJSON(meta))
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.insertAllLocked(docs, ps)
+}
+
+func (e *Engine) insertAllLocked(docs []Document, ps []*prepared) []string {
+	ids := make([]string, len(docs))
 	for i, d := range docs {
 		id := d.ID
 		if id == "" {
@@ -137,7 +175,7 @@ func (e *Engine) Add(docs []Document) []string {
 		if old, ok := e.byID[id]; ok {
 			e.removeLocked(old)
 		}
-		e.insertLocked(id, d.Text, cloneMeta(d.Metadata))
+		e.insertLocked(id, ps[i])
 		ids[i] = id
 	}
 	return ids
@@ -168,23 +206,62 @@ func (e *Engine) mintLocked() string {
 	}
 }
 
-func (e *Engine) insertLocked(id, text string, meta map[string]any) {
-	toks := tokenize(text)
+// prepared is a document with everything scoring needs but its id and its place in the
+// index: the work of adding it that needs no lock.
+type prepared struct {
+	d       *entry
+	tf      []int32 // term frequencies, in the order of d.terms
+	content fnv     // the content hash so far, over the text and the metadata
+}
+
+// metaJSON encodes metadata for the content hash and the document's size (encoding/json
+// sorts map keys, so equal metadata encodes equally).
+func metaJSON(meta map[string]any) []byte {
+	m, err := json.Marshal(meta)
+	if err != nil { // metadata that JSON cannot encode still needs a hash
+		m = fmt.Appendf(nil, "%v", meta)
+	}
+	return m
+}
+
+// docSize is what a document counts against the limits: its text and its metadata as JSON
+// (m), if it has any.
+func docSize(text string, meta map[string]any, m []byte) int {
+	if len(meta) == 0 {
+		return len(text)
+	}
+	return len(text) + len(m)
+}
+
+// prepare tokenises and embeds a document in one pass over its text, keeping only its
+// distinct terms; m is its metadata as metaJSON encodes it.
+func prepare(text string, meta map[string]any, m []byte) *prepared {
+	d := &entry{text: text, meta: meta, vec: make([]float32, Dim), size: docSize(text, meta, m)}
 	tf := map[string]int32{}
-	for _, t := range toks {
-		tf[t]++
-	}
-	d := &entry{id: id, text: text, meta: meta, len: len(toks), words: wordCount(text),
-		vec: embed(toks), hash: contentHash(id, text, meta)}
-	for t := range tf {
-		d.terms = append(d.terms, t)
-	}
-	slices.Sort(d.terms)
+	eachWord(text, func(w string) {
+		d.words++
+		if t, ok := token(w); ok {
+			d.len++
+			tf[t]++
+			addToken(d.vec, t)
+		}
+	})
+	normalize(d.vec)
+	d.terms = slices.Sorted(maps.Keys(tf))
+	p := &prepared{d: d, tf: make([]int32, len(d.terms)),
+		content: newFNV('d').add(text).add("\x00").add(string(m)).add("\x00")}
 	d.toks = make([]sparseVec, len(d.terms))
 	for i, t := range d.terms {
+		p.tf[i] = tf[t]
 		d.toks[i] = tokenVector(t)
 	}
+	return p
+}
 
+// insertLocked links a prepared document into the index under id.
+func (e *Engine) insertLocked(id string, p *prepared) {
+	d := p.d
+	d.id, d.hash = id, p.content.add(id).sum()
 	if n := len(e.free); n > 0 {
 		d.slot = e.free[n-1]
 		e.free = e.free[:n-1]
@@ -193,11 +270,12 @@ func (e *Engine) insertLocked(id, text string, meta map[string]any) {
 		d.slot = int32(len(e.slots))
 		e.slots = append(e.slots, d)
 	}
-	for _, t := range d.terms {
-		e.postings[t] = append(e.postings[t], posting{slot: d.slot, tf: tf[t]})
+	for i, t := range d.terms {
+		e.postings[t] = append(e.postings[t], posting{slot: d.slot, tf: p.tf[i]})
 	}
 	e.byID[id] = d
 	e.totalLen += d.len
+	e.bytes += d.size
 	e.digest ^= d.hash
 }
 
@@ -214,17 +292,34 @@ func (e *Engine) removeLocked(d *entry) {
 	e.free = append(e.free, d.slot)
 	delete(e.byID, d.id)
 	e.totalLen -= d.len
+	e.bytes -= d.size
 	e.digest ^= d.hash
 }
 
-// contentHash hashes a document's id, text and metadata (encoding/json sorts map keys, so
-// equal metadata hashes equally).
-func contentHash(id, text string, meta map[string]any) uint64 {
-	m, err := json.Marshal(meta)
-	if err != nil { // metadata that JSON cannot encode still needs a hash
-		m = fmt.Appendf(nil, "%v", meta)
+// checkRoomLocked returns an *IndexFullError when storing docs (sizes[i] bytes each) would
+// take the index past Config.MaxDocuments or Config.MaxIndexBytes, counting the documents
+// they replace as gone.
+func (e *Engine) checkRoomLocked(docs []Document, sizes []int) error {
+	n, bytes := len(e.byID), e.bytes
+	batch := map[string]int{} // ids stored by this call so far, and their sizes
+	for i, d := range docs {
+		if d.ID != "" { // a minted id is a new document
+			if old, ok := batch[d.ID]; ok {
+				n, bytes = n-1, bytes-old
+			} else if old, ok := e.byID[d.ID]; ok {
+				n, bytes = n-1, bytes-old.size
+			}
+			batch[d.ID] = sizes[i]
+		}
+		n, bytes = n+1, bytes+sizes[i]
 	}
-	return hash64('d', id+"\x00"+text+"\x00"+string(m))
+	switch {
+	case n > e.cfg.MaxDocuments:
+		return &IndexFullError{Limit: "documents", Max: e.cfg.MaxDocuments, Stored: len(e.byID), Needed: n}
+	case bytes > e.cfg.MaxIndexBytes:
+		return &IndexFullError{Limit: "bytes", Max: e.cfg.MaxIndexBytes, Stored: e.bytes, Needed: bytes}
+	}
+	return nil
 }
 
 // IndexAdd serves index/add: it upserts the documents and returns their ids in input order.
@@ -239,11 +334,39 @@ func (e *Engine) IndexAdd(ctx context.Context, p IndexAddParams) (IndexAddResult
 	if p.Contextual {
 		return IndexAddResult{}, &OptionError{Option: "contextual", Value: "true"}
 	}
+	// Each document is measured, the room in the index checked, and only then are the
+	// documents tokenised and embedded, all before the write lock (§7.10).
 	docs := make([]Document, len(p.Documents))
+	metas := make([][]byte, len(p.Documents))
+	sizes := make([]int, len(p.Documents))
 	for i, d := range p.Documents {
-		docs[i] = Document{ID: d.ID, Text: d.Text, Metadata: d.Meta}
+		docs[i] = Document{ID: d.ID, Text: d.Text, Metadata: cloneMeta(d.Meta)}
+		metas[i] = metaJSON(docs[i].Metadata)
+		sizes[i] = docSize(d.Text, docs[i].Metadata, metas[i])
+		if sizes[i] > e.cfg.MaxDocumentBytes {
+			return IndexAddResult{}, &DocumentTooLargeError{Field: fmt.Sprintf("documents[%d]", i),
+				Size: sizes[i], Max: e.cfg.MaxDocumentBytes}
+		}
 	}
-	return IndexAddResult{IDs: e.Add(docs)}, nil
+	e.mu.RLock()
+	err := e.checkRoomLocked(docs, sizes)
+	e.mu.RUnlock()
+	if err != nil {
+		return IndexAddResult{}, err
+	}
+	ps := make([]*prepared, len(docs))
+	for i, d := range docs {
+		if err := ctx.Err(); err != nil {
+			return IndexAddResult{}, err
+		}
+		ps[i] = prepare(d.Text, d.Metadata, metas[i])
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.checkRoomLocked(docs, sizes); err != nil { // another write came first
+		return IndexAddResult{}, err
+	}
+	return IndexAddResult{IDs: e.insertAllLocked(docs, ps)}, nil
 }
 
 // IndexDelete serves index/delete: deleting an id that is not stored is not an error, and

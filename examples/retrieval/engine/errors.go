@@ -34,6 +34,42 @@ func (e *OptionError) Error() string {
 	return fmt.Sprintf("option unsupported: %s %q", e.Option, e.Value)
 }
 
+// DocumentTooLargeError reports a document of index/add over Config.MaxDocumentBytes. RCP
+// maps it to -32013 (PayloadTooLarge, §12: not retryable as it is) with error.data.field =
+// Field; the client splits the document into smaller ones.
+type DocumentTooLargeError struct {
+	// Field is the document's path in the params, such as "documents[2]".
+	Field string
+	// Size is the document's size: the bytes of its text and of its metadata as JSON.
+	Size int
+	// Max is the limit, Config.MaxDocumentBytes.
+	Max int
+}
+
+func (e *DocumentTooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, over the limit of %d bytes for one document (text and metadata); split it into smaller documents",
+		e.Field, e.Size, e.Max)
+}
+
+// IndexFullError reports an index/add that would take the index past Config.MaxDocuments or
+// Config.MaxIndexBytes; nothing of it was stored. RCP maps it to -32016 (Conflict, §12): the
+// request conflicts with what the index holds, and succeeds once index/delete has made room.
+type IndexFullError struct {
+	// Limit is the limit in the way: "documents" or "bytes".
+	Limit string
+	// Max is its value.
+	Max int
+	// Stored is how many documents, or bytes, the index holds.
+	Stored int
+	// Needed is how many it would hold after the request.
+	Needed int
+}
+
+func (e *IndexFullError) Error() string {
+	return fmt.Sprintf("the index holds %d %s and this index/add would take it to %d, over the limit of %d; delete documents with index/delete, or add fewer",
+		e.Stored, e.Limit, e.Needed, e.Max)
+}
+
 var (
 	// ErrIndexVersionUnavailable is returned when a retrieve pins an indexVersion that is no
 	// longer the engine's current snapshot: only the current one is kept, and serving another

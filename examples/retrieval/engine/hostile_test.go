@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Hostile input: requests built to cost the engine far more than they cost the client. Each
@@ -145,5 +146,169 @@ func TestFilterAtTheLimitsDecodesInLinearMemory(t *testing.T) {
 		if h.Meta["top"] != "encoding" {
 			t.Errorf("hit %s (%v) fails the filter", h.ID, h.Meta)
 		}
+	}
+}
+
+// hostileText returns about size bytes of text: words of the default corpus, and one word in
+// ten never seen before, so that the document brings a great many new terms.
+func hostileText(size int) string {
+	var words []string
+	for _, d := range DefaultCorpus() {
+		words = append(words, strings.Fields(d.Text)...)
+	}
+	var b strings.Builder
+	b.Grow(size + 32)
+	for i := 0; b.Len() < size; i++ {
+		if i%10 == 0 {
+			fmt.Fprintf(&b, "w%x ", i*2654435761)
+		} else {
+			b.WriteString(words[(i*7919)%len(words)])
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+// §7.10, §7.5: an index/add of a 14 MiB document (allowed here by a raised limit) does not
+// hold up retrieves: they go on being answered while it runs, each waiting at most for the
+// short moment the document is linked into the index, not for its tokenising and
+// embedding.
+func TestLargeIndexAddDoesNotHoldUpRetrieves(t *testing.T) {
+	e := New(Config{MaxDocumentBytes: 32 << 20, MaxIndexBytes: 64 << 20}, DefaultCorpus())
+	text := hostileText(14 << 20)
+	type outcome struct {
+		took time.Duration
+		err  error
+	}
+	done := make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		_, err := e.IndexAdd(t.Context(), IndexAddParams{Documents: []IndexDocument{{ID: "big", Text: text}}})
+		done <- outcome{time.Since(start), err}
+	}()
+	var answered int
+	var longest time.Duration
+	for {
+		select {
+		case o := <-done:
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			t.Logf("index/add of %d MiB took %v; %d retrieves answered meanwhile, the longest in %v",
+				len(text)>>20, o.took, answered, longest)
+			if answered < 10 || longest > o.took/2 {
+				t.Errorf("retrieves waited for the write: %d answered during a %v index/add, the longest in %v",
+					answered, o.took, longest)
+			}
+			if r := retrieve(t, e, `{"query":"w0","k":1}`); len(r.Hits) != 1 || r.Hits[0].ID != "big" {
+				t.Errorf("the large document is not found: %v", ids(r.Hits))
+			}
+			return
+		case <-time.After(time.Millisecond):
+		}
+		began := time.Now()
+		r, err := e.Retrieve(t.Context(), RetrieveParams{Query: Text("parse JSON"), K: 3}, nil)
+		if err != nil || len(r.Hits) != 3 {
+			t.Fatalf("retrieve during index/add: %v, %v", ids(r.Hits), err)
+		}
+		longest = max(longest, time.Since(began))
+		answered++
+	}
+}
+
+// §7.10: what an index/add of a large document allocates, and what the index keeps of it, is
+// a small multiple of its size: its distinct terms, not a list of all its words.
+func TestLargeIndexAddMemory(t *testing.T) {
+	e := New(Config{MaxDocumentBytes: 32 << 20, MaxIndexBytes: 64 << 20}, DefaultCorpus())
+	text := hostileText(14 << 20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := e.IndexAdd(t.Context(), IndexAddParams{Documents: []IndexDocument{{ID: "big", Text: text}}}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(e)
+	size := uint64(len(text))
+	t.Logf("index/add of %d MiB: %d MiB allocated, %d MiB kept", size>>20, allocated>>20, kept>>20)
+	// The text itself is kept (it is returned by retrieve), so it does not count here.
+	if allocated > 16*size || kept > 6*int64(size) {
+		t.Errorf("index/add of %d MiB allocated %d MiB and kept %d MiB: over 16 and 6 times its size",
+			size>>20, allocated>>20, kept>>20)
+	}
+}
+
+// §7.10, §12: a document over Config.MaxDocumentBytes is refused with a
+// *DocumentTooLargeError naming it, and nothing of its index/add is stored.
+func TestIndexAddDocumentLimit(t *testing.T) {
+	e := NewDefault()
+	n, v := e.Len(), e.IndexVersion()
+	max := 1 << 20 // the default
+	_, err := e.IndexAdd(t.Context(), IndexAddParams{Documents: []IndexDocument{
+		{ID: "ok", Text: "a small one"},
+		{ID: "big", Text: strings.Repeat("x", max-9), Meta: map[string]any{"a": "bc"}}, // {"a":"bc"}: 10 bytes
+	}})
+	var te *DocumentTooLargeError
+	if !errors.As(err, &te) || te.Field != "documents[1]" || te.Size != max+1 || te.Max != max ||
+		!strings.Contains(err.Error(), "split it") {
+		t.Fatalf("error %v (%T), want a *DocumentTooLargeError for documents[1], %d bytes of %d", err, err, max+1, max)
+	}
+	if e.Len() != n || e.IndexVersion() != v {
+		t.Errorf("a refused index/add stored something: len %d, version %s", e.Len(), e.IndexVersion())
+	}
+	// At the limit, it is taken.
+	if _, err := e.IndexAdd(t.Context(), IndexAddParams{Documents: []IndexDocument{
+		{ID: "big", Text: strings.Repeat("x", max-10), Meta: map[string]any{"a": "bc"}}}}); err != nil {
+		t.Fatalf("a document at the limit: %v", err)
+	}
+}
+
+// §7.10, §12: an index/add that would take the index past Config.MaxDocuments or
+// Config.MaxIndexBytes is refused whole with an *IndexFullError; replacing documents and
+// deleting make room.
+func TestIndexAddIndexLimits(t *testing.T) {
+	corpus := DefaultCorpus()
+	e := New(Config{MaxDocuments: len(corpus) + 2}, corpus)
+	add := func(docs ...IndexDocument) error {
+		_, err := e.IndexAdd(t.Context(), IndexAddParams{Documents: docs})
+		return err
+	}
+	if err := add(IndexDocument{ID: "a", Text: "first"}, IndexDocument{ID: "b", Text: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	v := e.IndexVersion()
+	err := add(IndexDocument{ID: "a", Text: "first again"}, IndexDocument{Text: "a third"})
+	var fe *IndexFullError
+	if !errors.As(err, &fe) || fe.Limit != "documents" || fe.Max != len(corpus)+2 || fe.Needed != len(corpus)+3 ||
+		!strings.Contains(err.Error(), "index/delete") {
+		t.Fatalf("error %v (%T), want an *IndexFullError for documents", err, err)
+	}
+	if e.IndexVersion() != v {
+		t.Error("a refused index/add changed the index")
+	}
+	// Replacing is not growing, twice in one call neither.
+	if err := add(IndexDocument{ID: "a", Text: "first again"}, IndexDocument{ID: "b", Text: "x"}, IndexDocument{ID: "b", Text: "y"}); err != nil {
+		t.Fatalf("replacing at the limit: %v", err)
+	}
+	e.Delete([]string{"a"})
+	if err := add(IndexDocument{Text: "a third"}); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+
+	// Bytes: the limit counts text and metadata.
+	e = New(Config{MaxIndexBytes: 100}, nil)
+	if err := add(IndexDocument{ID: "a", Text: strings.Repeat("y", 90)}); err != nil {
+		t.Fatal(err)
+	}
+	err = add(IndexDocument{ID: "b", Text: "z", Meta: map[string]any{"top": "zoo"}}) // 1 + 13 bytes
+	if !errors.As(err, &fe) || fe.Limit != "bytes" || fe.Stored != 90 || fe.Needed != 104 || fe.Max != 100 {
+		t.Fatalf("error %v (%T), want an *IndexFullError for 104 bytes of 100", err, err)
+	}
+	if err := add(IndexDocument{ID: "a", Text: strings.Repeat("y", 100)}); err != nil {
+		t.Fatalf("replacing within the limit: %v", err)
 	}
 }

@@ -26,20 +26,51 @@ var stopWords = func() map[string]bool {
 // stop words, with a plural "s" removed.
 func tokenize(s string) []string {
 	var toks []string
-	for _, w := range strings.FieldsFunc(s, isSeparator) {
-		w = strings.ToLower(w)
-		if stopWords[w] {
-			continue
+	eachWord(s, func(w string) {
+		if t, ok := token(w); ok {
+			toks = append(toks, t)
 		}
-		toks = append(toks, stem(w))
-	}
+	})
 	return toks
+}
+
+// token returns the token of word w, or false for a stop word.
+func token(w string) (string, bool) {
+	w = strings.ToLower(w)
+	if stopWords[w] {
+		return "", false
+	}
+	return stem(w), true
+}
+
+// eachWord calls fn with each word of s in order, the words strings.FieldsFunc(s,
+// isSeparator) returns, without collecting them: a document's words are read once, however
+// many there are.
+func eachWord(s string, fn func(w string)) {
+	start := -1 // the start of the word being read, or -1 between words
+	for i, r := range s {
+		if isSeparator(r) {
+			if start >= 0 {
+				fn(s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		fn(s[start:])
+	}
 }
 
 func isSeparator(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
 
 // wordCount is the number of words in s, stop words included: the unit of tokenBudget.
-func wordCount(s string) int { return len(strings.FieldsFunc(s, isSeparator)) }
+func wordCount(s string) int {
+	n := 0
+	eachWord(s, func(string) { n++ })
+	return n
+}
 
 // stem removes a plural ending, conservatively: "parses" -> "parse", "libraries" -> "library",
 // but "status", "analysis" and "class" are left alone. Anything subtler is the dense side's job,
@@ -71,6 +102,28 @@ func hash64(tag byte, s string) uint64 {
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
 	return h
+}
+
+// fnv is FNV-1a over a sequence of strings, as hash64 is over one, so that a long text can be
+// hashed beside other parts without concatenating them.
+type fnv uint64
+
+func newFNV(tag byte) fnv { return fnv((14695981039346656037 ^ uint64(tag)) * 1099511628211) }
+
+func (h fnv) add(s string) fnv {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ fnv(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// sum applies hash64's final avalanche step.
+func (h fnv) sum() uint64 {
+	x := uint64(h)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	return x
 }
 
 // features calls fn with each hashed feature of a token: the whole token with weight 1, and
