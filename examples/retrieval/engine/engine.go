@@ -83,12 +83,17 @@ const (
 )
 
 // Engine is an in-memory index with dense, sparse and hybrid retrieval and a late-interaction
-// reranker. It is safe for concurrent use: reads share a lock, writes hold it alone, and only
-// to link documents whose tokens and vectors were computed before they took it, so that a
-// large write does not hold up the reads.
+// reranker. It is safe for concurrent use: reads share a lock, and a write holds it alone only
+// to link one document whose tokens and vectors it computed before, so that a large write
+// holds up the reads for no longer than linking its largest document takes.
 type Engine struct {
 	cfg Config
 
+	// write is held by a write from its check of the limits to its last document, so that
+	// writes apply one after the other and what one checked stays true; only writes change
+	// the index, so a write may read it holding write alone.
+	write sync.Mutex
+	// mu guards the index: readers share it, and a write holds it alone for one document.
 	mu       sync.RWMutex
 	byID     map[string]*entry
 	slots    []*entry // a document's position in the scoring arrays; nil when free
@@ -153,21 +158,25 @@ func (e *Engine) versionLocked() string {
 // Add upserts docs in order and returns their ids in the same order. A document with an id
 // that is already stored replaces it; a document without an id gets a minted one ("doc-N"),
 // so adding it twice stores it twice. Metadata is copied; a NaN or infinite number in it is
-// stored as 0. The documents are tokenised and embedded before the write lock is taken.
+// stored as 0. The documents are tokenised and embedded before any lock is taken, and a
+// retrieve running meanwhile sees each document either whole or not at all.
 func (e *Engine) Add(docs []Document) []string {
 	ps := make([]*prepared, len(docs))
 	for i, d := range docs {
 		meta := cloneMeta(d.Metadata)
 		ps[i] = prepare(d.Text, meta, metaJSON(meta))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.insertAllLocked(docs, ps)
+	e.write.Lock()
+	defer e.write.Unlock()
+	return e.link(docs, ps)
 }
 
-func (e *Engine) insertAllLocked(docs []Document, ps []*prepared) []string {
+// link stores prepared documents, holding mu for one document at a time; the caller holds
+// write.
+func (e *Engine) link(docs []Document, ps []*prepared) []string {
 	ids := make([]string, len(docs))
 	for i, d := range docs {
+		e.mu.Lock()
 		id := d.ID
 		if id == "" {
 			id = e.mintLocked()
@@ -176,6 +185,7 @@ func (e *Engine) insertAllLocked(docs []Document, ps []*prepared) []string {
 			e.removeLocked(old)
 		}
 		e.insertLocked(id, ps[i])
+		e.mu.Unlock()
 		ids[i] = id
 	}
 	return ids
@@ -184,12 +194,14 @@ func (e *Engine) insertAllLocked(docs []Document, ps []*prepared) []string {
 // Delete removes the documents with these ids and returns how many it removed. Ids that are
 // not stored are skipped, so repeating a delete removes nothing more.
 func (e *Engine) Delete(ids []string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.write.Lock()
+	defer e.write.Unlock()
 	n := 0
 	for _, id := range ids {
 		if old, ok := e.byID[id]; ok {
+			e.mu.Lock()
 			e.removeLocked(old)
+			e.mu.Unlock()
 			n++
 		}
 	}
@@ -296,10 +308,11 @@ func (e *Engine) removeLocked(d *entry) {
 	e.digest ^= d.hash
 }
 
-// checkRoomLocked returns an *IndexFullError when storing docs (sizes[i] bytes each) would
+// checkRoom returns an *IndexFullError when storing docs (sizes[i] bytes each) would
 // take the index past Config.MaxDocuments or Config.MaxIndexBytes, counting the documents
 // they replace as gone.
-func (e *Engine) checkRoomLocked(docs []Document, sizes []int) error {
+// The caller holds write or mu.
+func (e *Engine) checkRoom(docs []Document, sizes []int) error {
 	n, bytes := len(e.byID), e.bytes
 	batch := map[string]int{} // ids stored by this call so far, and their sizes
 	for i, d := range docs {
@@ -335,7 +348,7 @@ func (e *Engine) IndexAdd(ctx context.Context, p IndexAddParams) (IndexAddResult
 		return IndexAddResult{}, &OptionError{Option: "contextual", Value: "true"}
 	}
 	// Each document is measured, the room in the index checked, and only then are the
-	// documents tokenised and embedded, all before the write lock (§7.10).
+	// documents tokenised and embedded, all before any lock is held alone (§7.10).
 	docs := make([]Document, len(p.Documents))
 	metas := make([][]byte, len(p.Documents))
 	sizes := make([]int, len(p.Documents))
@@ -349,7 +362,7 @@ func (e *Engine) IndexAdd(ctx context.Context, p IndexAddParams) (IndexAddResult
 		}
 	}
 	e.mu.RLock()
-	err := e.checkRoomLocked(docs, sizes)
+	err := e.checkRoom(docs, sizes) // refused now, the documents need not be tokenised
 	e.mu.RUnlock()
 	if err != nil {
 		return IndexAddResult{}, err
@@ -361,12 +374,12 @@ func (e *Engine) IndexAdd(ctx context.Context, p IndexAddParams) (IndexAddResult
 		}
 		ps[i] = prepare(d.Text, d.Metadata, metas[i])
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err := e.checkRoomLocked(docs, sizes); err != nil { // another write came first
+	e.write.Lock()
+	defer e.write.Unlock()
+	if err := e.checkRoom(docs, sizes); err != nil { // another write came first
 		return IndexAddResult{}, err
 	}
-	return IndexAddResult{IDs: e.insertAllLocked(docs, ps)}, nil
+	return IndexAddResult{IDs: e.link(docs, ps)}, nil
 }
 
 // IndexDelete serves index/delete: deleting an id that is not stored is not an error, and
