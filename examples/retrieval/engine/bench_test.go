@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 )
 
@@ -54,5 +55,44 @@ func BenchmarkAdd(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		New(Config{}, docs)
+	}
+}
+
+// BenchmarkDecodeFilter measures decoding retrieve params whose filter is at both limits
+// (MaxFilterDepth deep, about MaxFilterNodes nodes), and params whose filter nests 9,900
+// deep, which the depth limit refuses.
+func BenchmarkDecodeFilter(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		body []byte
+		ok   bool
+	}{
+		{"at-the-limits", []byte(underTheLimits()), true},
+		{"9900-deep", []byte(`{"query":"x","k":1,"filter":` + nested(9900, `{"not":`, `}`) + `}`), false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var p RetrieveParams
+				if err := json.Unmarshal(c.body, &p); (err == nil) != c.ok {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIndexAdd measures an index/add that replaces one document of 1 MiB (the default
+// limit), one word in ten of it seen nowhere else, in an engine holding the default corpus.
+func BenchmarkIndexAdd(b *testing.B) {
+	e := NewDefault()
+	p := IndexAddParams{Documents: []IndexDocument{{ID: "big", Text: hostileText(1<<20 - 32)}}}
+	b.SetBytes(int64(len(p.Documents[0].Text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.IndexAdd(context.Background(), p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
