@@ -15,39 +15,52 @@ var filterOperators = []string{"eq", "ne", "in", "nin", "exists"}
 var specOperators = []string{"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "exists"}
 
 // checkFilter validates a filter against the configured fields and operators, and against
-// MaxFilterDepth and MaxFilterNodes: decoding enforces both already, and a filter built in Go
-// is held to them too.
+// MaxFilterDepth, MaxFilterNodes and MaxFilterValues: decoding enforces the first two already,
+// and a filter built in Go is held to them too.
 func (e *Engine) checkFilter(f *Filter, path string) error {
-	nodes := 0
-	if err := filterLimits(f, path, 1, &nodes); err != nil {
+	if err := filterLimits(f, path, 1, new(filterCount)); err != nil {
 		return err
 	}
 	return e.checkNode(f, path)
 }
 
-// filterLimits counts f's nodes into *nodes and stops at the first node beyond a limit, so
-// that it costs at most MaxFilterNodes steps whatever f holds.
-func filterLimits(f *Filter, path string, depth int, nodes *int) error {
+// filterCount is what filterLimits has counted so far.
+type filterCount struct{ nodes, values int }
+
+// filterLimits counts f's nodes and listed values into c and stops at the first beyond a
+// limit, so that it costs at most MaxFilterNodes steps whatever f holds.
+func filterLimits(f *Filter, path string, depth int, c *filterCount) error {
 	if depth > MaxFilterDepth {
 		return fieldErr(path, "nests deeper than the limit of %d filters; "+
 			"flatten it (and and or take any number of filters)", MaxFilterDepth)
 	}
-	if *nodes++; *nodes > MaxFilterNodes {
+	if c.nodes++; c.nodes > MaxFilterNodes {
 		return fieldErr("filter", "holds more than the limit of %d filters; "+
 			"split the query, or match a list of values with one in or nin", MaxFilterNodes)
+	}
+	switch v := f.Value.(type) {
+	case []any:
+		c.values += len(v)
+	case []string:
+		c.values += len(v)
+	}
+	if c.values > MaxFilterValues {
+		return fieldErr(path+".value", "takes the values listed in the filter past the limit of %d "+
+			"(every document is compared with each); split the query, or filter on a field that "+
+			"groups the documents", MaxFilterValues)
 	}
 	for _, l := range []struct {
 		name string
 		fs   []Filter
 	}{{"and", f.And}, {"or", f.Or}} {
 		for i := range l.fs {
-			if err := filterLimits(&l.fs[i], fmt.Sprintf("%s.%s[%d]", path, l.name, i), depth+1, nodes); err != nil {
+			if err := filterLimits(&l.fs[i], fmt.Sprintf("%s.%s[%d]", path, l.name, i), depth+1, c); err != nil {
 				return err
 			}
 		}
 	}
 	if f.Not != nil {
-		return filterLimits(f.Not, path+".not", depth+1, nodes)
+		return filterLimits(f.Not, path+".not", depth+1, c)
 	}
 	return nil
 }
@@ -124,6 +137,22 @@ func (e *Engine) checkList(fs []Filter, path string) error {
 	return nil
 }
 
+// anyString reports whether fn holds for a string of list, a decoded JSON array (or a Go
+// []string), without copying it: match calls it once per document.
+func anyString(list any, fn func(string) bool) bool {
+	switch x := list.(type) {
+	case []string:
+		return slices.ContainsFunc(x, fn)
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok && fn(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // stringList converts a decoded JSON array (or a Go []string) of strings.
 func stringList(v any) ([]string, bool) {
 	switch x := v.(type) {
@@ -173,14 +202,7 @@ func match(f *Filter, meta map[string]any) bool {
 	case "ne":
 		return !present || !hasString(v, f.Value.(string))
 	case "in", "nin":
-		want, _ := stringList(f.Value)
-		in := false
-		for _, w := range want {
-			if present && hasString(v, w) {
-				in = true
-				break
-			}
-		}
+		in := present && anyString(f.Value, func(w string) bool { return hasString(v, w) })
 		return in == (f.Op == "in")
 	case "exists":
 		return present == f.Value.(bool)

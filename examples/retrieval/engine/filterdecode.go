@@ -7,14 +7,18 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on a retrieve's filter (RCP/1 §8). A filter beyond either is refused while it is
-// decoded, before any of it is evaluated, with a *FieldError (-32602).
+// Limits on a retrieve's filter (RCP/1 §8). A filter beyond one is refused with a
+// *FieldError (-32602) before any of it is evaluated: beyond the first two, while it is
+// decoded.
 const (
 	// MaxFilterDepth is how deeply filter nodes may nest: a comparison alone is depth 1, and
 	// each and, or or not around it adds one.
 	MaxFilterDepth = 64
 	// MaxFilterNodes is how many filter nodes (comparisons and combinators) one filter may hold.
 	MaxFilterNodes = 1024
+	// MaxFilterValues is how many values the lists of one filter's comparisons (in, nin) may
+	// hold in all.
+	MaxFilterValues = 1024
 )
 
 // decodeFilter decodes a filter node and its children in one pass over raw: time and memory

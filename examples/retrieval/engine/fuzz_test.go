@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,7 +103,7 @@ func FuzzFilter(f *testing.F) {
 		}
 		if fe != nil && strings.Contains(fe.Reason, "the limit of") {
 			// Refused for its size: the reference must have seen a larger filter, or an error.
-			if werr == nil && filterLimits(want, "filter", 1, new(int)) == nil {
+			if depth, nodes := filterShape(want); werr == nil && depth <= MaxFilterDepth && nodes <= MaxFilterNodes {
 				t.Fatalf("%s: refused (%v), but it is within the limits", raw, err)
 			}
 			return
@@ -119,10 +120,24 @@ func FuzzFilter(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: decoded %+v, reference %+v", raw, got, want)
 		}
-		if err := filterLimits(got, "filter", 1, new(int)); err != nil {
-			t.Fatalf("%s: accepted, but %v", raw, err)
+		if depth, nodes := filterShape(got); depth > MaxFilterDepth || nodes > MaxFilterNodes {
+			t.Fatalf("%s: accepted, but %d deep and %d nodes", raw, depth, nodes)
 		}
 	})
+}
+
+// filterShape returns the depth of f and its number of nodes.
+func filterShape(f *Filter) (depth, nodes int) {
+	nodes = 1
+	for _, c := range append(slices.Clone(f.And), f.Or...) {
+		d, n := filterShape(&c)
+		depth, nodes = max(depth, d), nodes+n
+	}
+	if f.Not != nil {
+		d, n := filterShape(f.Not)
+		depth, nodes = max(depth, d), nodes+n
+	}
+	return depth + 1, nodes
 }
 
 // referenceFilter is the filter decoder that decodeFilter replaced: correct, and quadratic in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,52 @@ func TestIndexAddIndexLimits(t *testing.T) {
 	}
 	if err := add(IndexDocument{ID: "a", Text: strings.Repeat("y", 100)}); err != nil {
 		t.Fatalf("replacing within the limit: %v", err)
+	}
+}
+
+// §8: the values listed by a filter's in and nin comparisons count against MaxFilterValues,
+// since every document is compared with each: a list of a million (9 MB) is refused before
+// any document is, where it used to take seconds and gigabytes, and a filter at the limit
+// works.
+func TestFilterValuesLimit(t *testing.T) {
+	e := NewDefault()
+	list := func(n int, extra ...string) string {
+		vs := slices.Clone(extra)
+		for i := range n {
+			vs = append(vs, fmt.Sprintf("v%d", i))
+		}
+		b, _ := json.Marshal(vs)
+		return string(b)
+	}
+	huge := []byte(`{"query":"encoding","k":5,"filter":{"field":"top","op":"in","value":` + list(1_000_000) + `}}`)
+	var err error
+	n := allocated(func() {
+		var p RetrieveParams
+		if err = json.Unmarshal(huge, &p); err == nil {
+			_, err = e.Retrieve(t.Context(), p, nil)
+		}
+	})
+	asLimitError(t, err, "filter.value", MaxFilterValues)
+	t.Logf("%d-byte filter: %d MiB allocated", len(huge), n>>20)
+	// Decoding the list into Go values (a []any of strings) takes about 12 times its JSON; the
+	// million comparisons per document took 3 GiB.
+	if n > 20*uint64(len(huge)) {
+		t.Errorf("refusing a %d MiB list allocated %d MiB", len(huge)>>20, n>>20)
+	}
+
+	half := MaxFilterValues / 2
+	_, err = e.Retrieve(t.Context(), decodeRetrieve(t, `{"query":"encoding","k":5,"filter":{"or":[
+		{"field":"top","op":"nin","value":`+list(half)+`},{"field":"top","op":"in","value":`+list(half+1)+`}]}}`), nil)
+	asLimitError(t, err, "filter.or[1].value", MaxFilterValues)
+
+	r, err := e.Retrieve(t.Context(), decodeRetrieve(t, `{"query":"encoding","k":5,"filter":{"and":[
+		{"field":"top","op":"nin","value":`+list(half)+`},{"field":"top","op":"in","value":`+list(half-1, "encoding")+`}]}}`), nil)
+	if err != nil || len(r.Hits) != 5 {
+		t.Fatalf("a filter at the limit: %v, %v", ids(r.Hits), err)
+	}
+	for _, h := range r.Hits {
+		if h.Meta["top"] != "encoding" {
+			t.Errorf("hit %s (%v) fails the filter", h.ID, h.Meta)
+		}
 	}
 }
