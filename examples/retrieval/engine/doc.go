@@ -22,9 +22,10 @@
 //     packing and cursor pagination.
 //
 // Errors the protocol layer must translate: *FieldError (-32602 with data.field),
-// *OptionError (-32005 with data.option), ErrIndexVersionUnavailable (-32010),
-// ErrCursorExpired (-32015), and ctx.Err() when the request's context ends (-32006 or
-// -32014, depending on why).
+// *OptionError (-32005 with data.option), *DocumentTooLargeError (-32013 with data.field),
+// ErrIndexVersionUnavailable (-32010), ErrCursorExpired (-32015), *IndexFullError (-32016),
+// and ctx.Err() when the request's context ends (-32006 or -32014, depending on why).
 //
-// An Engine is safe for concurrent use: retrievals run in parallel, writes are exclusive.
+// An Engine is safe for concurrent use: retrievals run in parallel, and writes one after the
+// other, each locking the index alone only to link one document it has already tokenised.
 package engine
