@@ -41,7 +41,10 @@ type Config struct {
 	MaxDocuments int
 	// MaxIndexBytes is the most document bytes (counted as for MaxDocumentBytes) the index
 	// holds; an index/add that would store more is refused, all of it, with an
-	// *IndexFullError (-32016). Default 64 MiB, which the engine holds in about 1 GiB.
+	// *IndexFullError (-32016). Default 16 MiB. What the engine keeps for a byte of text
+	// depends on how many distinct words it brings: about 2 bytes for prose, and up to 36
+	// for text made only of short words seen nowhere else (each has its own vector for
+	// rerank), so about 600 MiB for a full index of such text at the default.
 	//
 	// The three limits bound index/add, the method clients call; Add, for the program that
 	// builds the engine, stores what it is given.
@@ -67,7 +70,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDocuments = 100_000
 	}
 	if c.MaxIndexBytes <= 0 {
-		c.MaxIndexBytes = 64 << 20
+		c.MaxIndexBytes = 16 << 20
 	}
 	if c.FilterFields == nil {
 		c.FilterFields = []string{"package", "top"}
