@@ -98,6 +98,8 @@ type proxy struct {
 	setLevel   json.RawMessage
 	subscribed map[string]bool
 	modernMeta json.RawMessage // _meta of the host's first 2026-07-28 request, for probes
+	listParams json.RawMessage // params of the proxy's own tools/list, once the host's era is known
+	caps       json.RawMessage // the capabilities the child declared (initialize, server/discover)
 	ready      bool            // the child may take host requests (its initialize is done)
 	gaveUp     bool
 	cannotRun  *StartError // why the supervisor gave up at once: the command cannot run
@@ -334,6 +336,7 @@ func (p *proxy) event(e Event) {
 			p.internal("initialize", p.initParams)
 		}
 		if p.ready {
+			p.learnChild()
 			p.replay()
 		}
 	case EventExited:
@@ -474,6 +477,10 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		if p.child != nil && p.ready {
 			p.child.Send(f)
+			if m.Method == "notifications/initialized" && p.initParams != nil {
+				p.listParams = json.RawMessage(`{}`) // the legacy handshake is done: list now
+				p.learnChild()
+			}
 		}
 		return
 	}
@@ -488,6 +495,16 @@ func (p *proxy) fromHost(f []byte) {
 		return
 	}
 	p.remember(m)
+	if p.listParams == nil && p.initParams == nil {
+		// The host's first request says its era: the proxy lists the child's tools itself
+		// (and, for 2026-07-28, discovers its capabilities), so that replay never depends on
+		// the host listing them.
+		p.listParams = json.RawMessage(`{}`)
+		if p.modernMeta != nil {
+			p.listParams = jsonrpc.SetMember(p.listParams, "_meta", p.modernMeta)
+		}
+		p.learnChild()
+	}
 	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: m.Method == "subscriptions/listen"}
 	if tok := jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), "progressToken"); tok != nil {
 		r.hostToken = tok
@@ -626,8 +643,12 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		p.internalAnswer(r, m)
 		return
 	}
-	if r.method == "tools/list" && m.Result != nil {
+	switch {
+	case m.Result == nil:
+	case r.method == "tools/list":
 		p.learn(m.Result)
+	case r.method == "initialize" || r.method == "server/discover":
+		p.caps = jsonrpc.Field(m.Result, "capabilities")
 	}
 	p.toHost(withID(f, r.hostID))
 }
@@ -640,6 +661,9 @@ func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
 		if p.child == nil {
 			return
 		}
+		if m.Result != nil {
+			p.caps = jsonrpc.Field(m.Result, "capabilities")
+		}
 		p.child.Send(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
 		if p.setLevel != nil {
 			p.internal("logging/setLevel", p.setLevel)
@@ -651,15 +675,48 @@ func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
 		p.internal("tools/list", json.RawMessage(`{}`))
 		p.ready = true
 		p.replay()
-		// The new child may offer other tools, prompts or resources than the old one.
-		for _, n := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
-			p.toHost(jsonrpc.AppendNotification(nil, n, nil))
+		// The new child may offer other tools, prompts or resources than the old one: said
+		// for the lists it declared (MCP 2025-11-25, Server Features › Tools, Prompts,
+		// Resources › List Changed Notification).
+		for _, l := range lists {
+			if p.declared(l) {
+				p.toHost(jsonrpc.AppendNotification(nil, "notifications/"+l+"/list_changed", nil))
+			}
+		}
+	case "server/discover":
+		if m.Result != nil {
+			p.caps = jsonrpc.Field(m.Result, "capabilities")
 		}
 	case "tools/list":
-		if m.Result != nil {
-			p.learn(m.Result)
+		if m.Result == nil {
+			return
+		}
+		p.learn(m.Result)
+		var next string // a long list comes in pages: the proxy reads them all
+		json.Unmarshal(jsonrpc.Field(m.Result, "nextCursor"), &next)
+		if next != "" && p.child != nil {
+			cursor, _ := json.Marshal(next)
+			p.internal("tools/list", jsonrpc.SetMember(r.params, "cursor", cursor))
 		}
 	}
+}
+
+// lists are the lists whose changes a child may announce.
+var lists = [...]string{"tools", "prompts", "resources"}
+
+// declared reports whether the child declared the capability of a list.
+func (p *proxy) declared(list string) bool { return jsonrpc.Field(p.caps, list) != nil }
+
+// learnChild lists the child's tools, and discovers a 2026-07-28 child's capabilities, with
+// requests of the proxy's own, once the host's era is known.
+func (p *proxy) learnChild() {
+	if p.child == nil || !p.ready || p.listParams == nil {
+		return
+	}
+	if p.modernMeta != nil {
+		p.internal("server/discover", jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
+	}
+	p.internal("tools/list", p.listParams)
 }
 
 // learn records which tools the child annotated as safe to repeat.
@@ -677,6 +734,9 @@ func (p *proxy) learn(result json.RawMessage) {
 }
 
 func (p *proxy) notification(m jsonrpc.Message, f []byte) {
+	if m.Method == "notifications/tools/list_changed" {
+		p.learnChild() // the annotations may have changed too
+	}
 	meta := jsonrpc.Field(m.Params, "_meta")
 	switch {
 	case m.Method == "notifications/progress":
@@ -701,8 +761,14 @@ func (p *proxy) notification(m jsonrpc.Message, f []byte) {
 		if m.Method == "notifications/subscriptions/acknowledged" && r.replayed {
 			// The stream was re-opened on a new child: swallow the second acknowledgement, and
 			// tell the host the lists may differ.
-			for _, n := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
-				p.toHost(jsonrpc.AppendNotification(nil, n, setMeta(nil, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+			// Only for the lists the child declared, and that the host's filter asked for (MCP
+			// 2026-07-28, Basic › Patterns › Subscriptions).
+			filter := jsonrpc.Field(r.params, "notifications")
+			for _, l := range lists {
+				if p.declared(l) && string(jsonrpc.Field(filter, l+"ListChanged")) == "true" {
+					p.toHost(jsonrpc.AppendNotification(nil, "notifications/"+l+"/list_changed",
+						setMeta(nil, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+				}
 			}
 			return
 		}

@@ -926,3 +926,72 @@ func TestProxyEOFWithASilentChildEndsAfterTheDrain(t *testing.T) {
 		})
 	}
 }
+
+// A host that never lists tools loses no annotated call across a crash: the proxy lists the
+// child's tools itself once the host's era is known (2026-07-28 requests, a legacy
+// handshake, or bare requests), so it knows which calls are safe to replay.
+func TestProxyHostThatNeverListsToolsLosesNoAnnotatedCall(t *testing.T) {
+	const n = 32
+	modern := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	for _, era := range []string{"modern", "legacy", "bare"} {
+		t.Run(era, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "child.log")
+			h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+			if era == "legacy" {
+				if r := h.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+					"clientInfo": map[string]any{"name": "legacy-host", "version": "1"}}); r.Error != nil {
+					t.Fatalf("initialize: %v", r)
+				}
+				h.Notify("notifications/initialized", nil)
+			}
+			var chans []<-chan hosttest.Reply
+			for i := 0; i < n; i++ {
+				params := map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 300, "text": fmt.Sprintf("s%d", i)}}
+				if era == "modern" {
+					params["_meta"] = modern
+				}
+				_, ch := h.Send("tools/call", params)
+				chans = append(chans, ch)
+			}
+			for deadline := time.Now().Add(10 * time.Second); tpCount(tpLog(t, logPath), "sleep ") < n && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			killPid(tcCurrentChild(t, 0, 5*time.Second))
+			for i, ch := range chans {
+				if r, ok := h.Wait(ch, 15*time.Second); !ok || r.Text() != "slept 300" {
+					t.Errorf("sleep s%d: %v (answered %v), want it replayed: the child annotated sleep readOnlyHint", i, r, ok)
+				}
+			}
+			if err := h.close(10 * time.Second); err != nil {
+				t.Errorf("Proxy = %v", err)
+			}
+		})
+	}
+}
+
+// After a restart the host is told that a list may have changed only for the lists the
+// child declared: the test child declares tools, not prompts nor resources.
+func TestProxyListChangedOnlyForDeclaredLists(t *testing.T) {
+	h := tpStart(t, tpSpec(t, "echo", ""), nil)
+	if r := h.Call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "legacy-host", "version": "1"}}); r.Error != nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	h.Notify("notifications/initialized", nil)
+	killPid(tcCurrentChild(t, 0, 5*time.Second))
+	for deadline := time.Now().Add(10 * time.Second); h.Notes("notifications/tools/list_changed") == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h.Notes("notifications/tools/list_changed") == 0 {
+		t.Fatal("no notifications/tools/list_changed after the restart")
+	}
+	h.Tool("echo", map[string]any{"text": "after"}) // answered after the notifications, if any
+	for _, n := range []string{"notifications/prompts/list_changed", "notifications/resources/list_changed"} {
+		if got := h.Notes(n); got != 0 {
+			t.Errorf("%d %s after the restart, for a list the child never declared", got, n)
+		}
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+}
