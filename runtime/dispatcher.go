@@ -445,14 +445,34 @@ func (d *dispatcher) start(e *entry) {
 // because its frame sits under every handler's: a frame of a few hundred bytes here is what
 // decides whether an idle request's goroutine fits in the initial 2 KiB stack or needs 4 KiB.
 func (d *dispatcher) runActor(ctx context.Context, e *entry) {
-	var frame []byte
-	err := actors.Recover(func() error { // the result's encoding too: an Appender or a MarshalJSON may panic
+	if d.s.opts.observer != nil {
+		d.runObserved(ctx, e)
+		return
+	}
+	frame, err := d.handle(ctx, e)
+	d.done(ctx, e, frame, err)
+}
+
+// handle runs e's handler and encodes its result; a panic of either (an Appender or a
+// MarshalJSON may panic too) is its error.
+func (d *dispatcher) handle(ctx context.Context, e *entry) (frame []byte, err error) {
+	err = actors.Recover(func() error {
 		result, herr := e.handler(ctx, &e.req)
 		if herr == nil {
 			frame = d.encodeResult(e.req.ID, result)
 		}
 		return herr
 	})
+	return frame, err
+}
+
+// runObserved is runActor under the Server's Observer (WithObserver).
+//
+//go:noinline
+func (d *dispatcher) runObserved(ctx context.Context, e *entry) {
+	ctx, end := d.s.opts.observer.Start(ctx, &e.req)
+	frame, err := d.handle(ctx, e)
+	end(err)
 	d.done(ctx, e, frame, err)
 }
 

@@ -21,6 +21,7 @@ type options struct {
 	drainTimeout time.Duration
 	retryAfter   time.Duration
 	logger       *zap.Logger
+	observer     Observer
 }
 
 // Default admission budgets of one connection; see WithBudget.

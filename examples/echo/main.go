@@ -15,7 +15,9 @@ import (
 
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
+	"github.com/relayrt/relay/telemetry"
 )
 
 type echoArgs struct {
@@ -73,18 +75,24 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	// OpenTelemetry, when the OTEL_* variables ask for it (see package telemetry).
+	tel, err := telemetry.FromEnv(context.Background(), "relay-echo")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+	defer tel.Shutdown(context.Background())
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance})
+		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance, Runtime: []runtime.Option{tel.Option()}})
 		defer h.Close()
-		if err := httpx.ListenAndServe(ctx, *addr, h, nil); err != nil {
-			fmt.Fprintln(os.Stderr, "echo:", err)
-			os.Exit(1)
-		}
-		return
+		err = httpx.ListenAndServe(ctx, *addr, h, nil)
+	} else {
+		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option()))
 	}
-	if err := stdio.ServeStdio(context.Background(), s.Runtime()); err != nil {
+	if err != nil {
+		tel.Shutdown(context.Background())
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}

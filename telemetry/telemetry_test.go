@@ -1,0 +1,256 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/relayrt/relay/internal/hosttest"
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/telemetry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// receiver is an OTLP/HTTP collector of the smallest kind: it keeps the spans and the names of
+// the metrics posted to it.
+type receiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	metrics map[string]bool
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{metrics: map[string]bool{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var answer proto.Message
+		switch req.URL.Path {
+		case "/v1/traces":
+			var m coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(body, &m); err != nil {
+				t.Errorf("OTLP traces: %v", err)
+			}
+			r.mu.Lock()
+			for _, rs := range m.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					r.spans = append(r.spans, ss.Spans...)
+				}
+			}
+			r.mu.Unlock()
+			answer = &coltracepb.ExportTraceServiceResponse{}
+		case "/v1/metrics":
+			var m colmetricpb.ExportMetricsServiceRequest
+			if err := proto.Unmarshal(body, &m); err != nil {
+				t.Errorf("OTLP metrics: %v", err)
+			}
+			r.mu.Lock()
+			for _, rm := range m.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, mt := range sm.Metrics {
+						r.metrics[mt.Name] = true
+					}
+				}
+			}
+			r.mu.Unlock()
+			answer = &colmetricpb.ExportMetricsServiceResponse{}
+		default:
+			http.NotFound(w, req)
+			return
+		}
+		out, _ := proto.Marshal(answer)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// span returns the received span with this name.
+func (r *receiver) span(t *testing.T, name string) *tracepb.Span {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, s := range r.spans {
+		if s.Name == name {
+			return s
+		}
+		names = append(names, s.Name)
+	}
+	t.Fatalf("no span %q among %q", name, names)
+	return nil
+}
+
+func attrs(s *tracepb.Span) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = value(kv.Value)
+	}
+	return m
+}
+
+func value(v *commonpb.AnyValue) string {
+	switch x := v.Value.(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return fmt.Sprint(x.IntValue)
+	}
+	return v.String()
+}
+
+const (
+	callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan  = "00f067aa0ba902b7"
+	modernMeta  = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+)
+
+// TestSpansOfAServer: a Relay MCP server with telemetry from the OTEL_* variables sends a span
+// per request over OTLP/HTTP, named and attributed by the MCP semantic conventions, in the
+// caller's trace (its _meta.traceparent), and the duration histogram.
+func TestSpansOfAServer(t *testing.T) {
+	r := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
+	if err != nil || tel == nil {
+		t.Fatalf("FromEnv: %v %v", tel, err)
+	}
+	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Text string }) (*mcp.CallToolResult, error) {
+		return mcp.TextResult(in.Text), nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "broken"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		return nil, jsonrpc.Errorf(-32603, "broken")
+	})
+	conn := s.Runtime(runtime.WithLogger(zap.NewNop()), tel.Option()).Connect(context.Background())
+	call := func(frame string) {
+		if err := conn.Send(context.Background(), []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Receive(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"echo","arguments":{"Text":"hi"},"_meta":{` + modernMeta +
+		`,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"}}}`)
+	call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"broken","_meta":{` + modernMeta + `}}}`)
+	conn.Close()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	echo := r.span(t, "tools/call echo")
+	if got := hex.EncodeToString(echo.TraceId); got != callerTrace {
+		t.Errorf("trace id %s, want the caller's %s", got, callerTrace)
+	}
+	if got := hex.EncodeToString(echo.ParentSpanId); got != callerSpan {
+		t.Errorf("parent span %s, want the caller's %s", got, callerSpan)
+	}
+	if echo.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("kind %v, want server", echo.Kind)
+	}
+	want := map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "a1", "mcp.protocol.version": "2026-07-28"}
+	got := attrs(echo)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["error.type"]; ok {
+		t.Errorf("a successful call has error.type %q", got["error.type"])
+	}
+
+	broken := r.span(t, "tools/call broken")
+	if got := attrs(broken); got["error.type"] != "-32603" || got["rpc.response.status_code"] != "-32603" || got["jsonrpc.request.id"] != "2" {
+		t.Errorf("a call answered -32603: %v", got)
+	}
+	if broken.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("status %v, want error", broken.Status)
+	}
+	if hex.EncodeToString(broken.TraceId) == callerTrace || len(broken.ParentSpanId) != 0 {
+		t.Error("a request without a trace context starts a trace of its own")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.metrics["mcp.server.operation.duration"] {
+		t.Errorf("metrics received: %v, want mcp.server.operation.duration", r.metrics)
+	}
+}
+
+// TestOffWithoutAnEndpoint: with no OTLP endpoint, or OTEL_SDK_DISABLED=true, there is no
+// telemetry, and its nil value is safe to use.
+func TestOffWithoutAnEndpoint(t *testing.T) {
+	for _, env := range [][2]string{{"OTEL_EXPORTER_OTLP_ENDPOINT", ""}, {"OTEL_SDK_DISABLED", "true"}} {
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+		t.Setenv(env[0], env[1])
+		tel, err := telemetry.FromEnv(context.Background(), "x")
+		if tel != nil || err != nil {
+			t.Fatalf("with %s=%q: %v %v, want off", env[0], env[1], tel, err)
+		}
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
+		s.Runtime(tel.Option()) // installs nothing
+	}
+	t.Setenv("OTEL_SDK_DISABLED", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	if _, err := telemetry.FromEnv(context.Background(), "x"); err == nil || !strings.Contains(err.Error(), "http/protobuf") {
+		t.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: %v, want an error that names http/protobuf", err)
+	}
+}
+
+// TestSpansOfExamplesEcho: the examples/echo binary reads the OTEL_* variables: its spans
+// arrive at the receiver, in the caller's trace, by the time it has exited on EOF.
+func TestSpansOfExamplesEcho(t *testing.T) {
+	r := newReceiver(t)
+	bin := hosttest.Exe(filepath.Join(t.TempDir(), "echo"))
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+r.URL, "OTEL_SERVICE_NAME=echo-under-test")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{` +
+		modernMeta + `,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"}}}` + "\n")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("echo: %v\n%s", err, stderr.Bytes())
+	}
+	if !strings.Contains(out.String(), `"id":7`) {
+		t.Fatalf("echo answered %q", out.String())
+	}
+	s := r.span(t, "tools/call echo")
+	if got := hex.EncodeToString(s.TraceId); got != callerTrace {
+		t.Errorf("trace id %s, want the caller's %s", got, callerTrace)
+	}
+	if got := attrs(s); got["jsonrpc.request.id"] != "7" || got["gen_ai.tool.name"] != "echo" {
+		t.Errorf("attributes %v", got)
+	}
+}
