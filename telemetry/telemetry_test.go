@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"go.uber.org/zap"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/relayrt/relay/internal/hosttest"
