@@ -21,18 +21,62 @@ import (
 // metaProtocolVersion is where a 2026-07-28 request names its protocol revision in _meta.
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
-// Start implements runtime.Observer: it starts the request's span, a server span named
-// "{mcp.method.name} {target}" (the tool, prompt or resource), parented on the trace context
-// in the request's _meta (traceparent, tracestate) or else the one the transport carried (an
-// HTTP traceparent header); the returned end ends it and records the duration.
-func (t *Telemetry) Start(ctx context.Context, req *runtime.Request) (context.Context, func(error)) {
+// observer is the runtime.Observer of one server: t's providers, p's conventions.
+type observer struct {
+	t *Telemetry
+	p Protocol
+}
+
+// Start implements runtime.Observer: it starts the request's span, a server span named by the
+// protocol's conventions, parented on the trace context in the request's _meta (traceparent,
+// tracestate) or else the one the transport carried (an HTTP traceparent header); the
+// returned end ends it and records the duration.
+func (o observer) Start(ctx context.Context, req *runtime.Request) (context.Context, func(error)) {
+	t := o.t
 	start := time.Now()
 	params := req.Params
 	meta := jsonrpc.Field(params, "_meta")
 	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, semconv.McpMethodNameKey.String(req.Method))
 	name := req.Method
-	switch req.Method {
+	if o.p == RCP {
+		attrs = append(attrs, semconv.RPCSystemNameJSONRPC, semconv.RPCMethodKey.String(req.Method))
+	} else {
+		attrs = append(attrs, semconv.McpMethodNameKey.String(req.Method))
+		attrs, name = mcpTarget(req.Method, params, meta, attrs)
+	}
+	metricAttrs := attrs // the span's attributes but the request id: one series per id is too many
+	attrs = append(attrs, semconv.JSONRPCRequestID(requestID(req.ID)))
+
+	if t.tracer != nil {
+		ctx = t.prop.Extract(ctx, carrier{meta: meta, ctx: ctx})
+		var span trace.Span
+		ctx, span = t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+		// Handlers' logs, and what a proxy passes on to its child, now name this span.
+		sc := span.SpanContext()
+		ctx = runtime.WithTrace(ctx, runtime.TraceContext{
+			Parent: "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(),
+			State:  sc.TraceState().String()})
+		return ctx, func(err error) {
+			if err != nil {
+				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+				if code, ok := jsonrpcCode(err); ok {
+					span.SetAttributes(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(code, 10)))
+				}
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+			o.record(start, metricAttrs, err)
+		}
+	}
+	return ctx, func(err error) { o.record(start, metricAttrs, err) }
+}
+
+// mcpTarget adds what an MCP request is about (its tool, prompt or resource, and the
+// protocol revision in its _meta) to attrs, and returns the span name "{method} {target}".
+func mcpTarget(method string, params, meta json.RawMessage, attrs []attribute.KeyValue) ([]attribute.KeyValue, string) {
+	name := method
+	switch method {
 	case "tools/call":
 		if tool, ok := str(jsonrpc.Field(params, "name")); ok {
 			attrs = append(attrs, semconv.GenAIToolName(tool), semconv.GenAIOperationNameExecuteTool)
@@ -52,44 +96,19 @@ func (t *Telemetry) Start(ctx context.Context, req *runtime.Request) (context.Co
 	if v, ok := str(jsonrpc.Field(meta, metaProtocolVersion)); ok {
 		attrs = append(attrs, semconv.McpProtocolVersionKey.String(v))
 	}
-	metricAttrs := attrs // the span's attributes but the request id: one series per id is too many
-	attrs = append(attrs, semconv.JSONRPCRequestID(requestID(req.ID)))
-
-	if t.tracer != nil {
-		ctx = t.prop.Extract(ctx, carrier{meta: meta, ctx: ctx})
-		var span trace.Span
-		ctx, span = t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-		// Handlers' logs, and what a proxy passes on to its child, now name this span.
-		sc := span.SpanContext()
-		ctx = runtime.WithTrace(ctx, runtime.TraceContext{
-			Parent: "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(),
-			State:  sc.TraceState().String()})
-		return ctx, func(err error) {
-			if err != nil {
-				et := errorType(err)
-				span.SetAttributes(semconv.ErrorTypeKey.String(et))
-				if code, ok := jsonrpcCode(err); ok {
-					span.SetAttributes(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(code, 10)))
-				}
-				span.SetStatus(codes.Error, err.Error())
-			}
-			span.End()
-			t.record(start, metricAttrs, err)
-		}
-	}
-	return ctx, func(err error) { t.record(start, metricAttrs, err) }
+	return attrs, name
 }
 
-// record adds a request's duration to the histogram.
-func (t *Telemetry) record(start time.Time, attrs []attribute.KeyValue, err error) {
-	if t.duration == nil {
+// record adds a request's duration to the protocol's histogram.
+func (o observer) record(start time.Time, attrs []attribute.KeyValue, err error) {
+	h := o.t.duration[o.p]
+	if h == nil {
 		return
 	}
 	if err != nil {
 		attrs = append(attrs[:len(attrs):len(attrs)], semconv.ErrorTypeKey.String(errorType(err)))
 	}
-	t.duration.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+	h.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
 }
 
 // errorType is error.type for a request's error: the JSON-RPC error code when it is one,

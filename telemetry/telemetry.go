@@ -7,7 +7,7 @@
 //	tel, err := telemetry.FromEnv(ctx, "my-server")
 //	if err != nil { ... }
 //	defer tel.Shutdown(context.Background())
-//	stdio.ServeStdio(ctx, s.Runtime(tel.Option()))
+//	stdio.ServeStdio(ctx, s.Runtime(tel.Option(telemetry.MCP)))
 package telemetry
 
 import (
@@ -34,12 +34,25 @@ import (
 // runtime.Observer that uses them. A nil *Telemetry is valid and off: Option installs
 // nothing and Shutdown does nothing.
 type Telemetry struct {
-	tp       *sdktrace.TracerProvider // nil: no traces
-	mp       *sdkmetric.MeterProvider // nil: no metrics
-	tracer   trace.Tracer
-	duration metric.Float64Histogram
-	prop     propagation.TextMapPropagator
+	tp     *sdktrace.TracerProvider // nil: no traces
+	mp     *sdkmetric.MeterProvider // nil: no metrics
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	// duration is the request-duration histogram of each protocol; nil without metrics.
+	duration [2]metric.Float64Histogram
 }
+
+// Protocol says which conventions a server's spans and metrics follow.
+type Protocol uint8
+
+const (
+	// MCP names spans "{mcp.method.name} {target}" and records mcp.server.operation.duration,
+	// with the attributes of the MCP semantic conventions.
+	MCP Protocol = iota
+	// RCP names spans by the method and records rpc.server.call.duration, with the RPC
+	// conventions' attributes (rpc.system.name jsonrpc, rpc.method).
+	RCP
+)
 
 // FromEnv sets up telemetry from the standard environment variables, for a program whose
 // service.name is service unless OTEL_SERVICE_NAME (or OTEL_RESOURCE_ATTRIBUTES) names it.
@@ -84,12 +97,15 @@ func FromEnv(ctx context.Context, service string) (*Telemetry, error) {
 			return nil, fmt.Errorf("telemetry: the OTLP metric exporter: %w", err)
 		}
 		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-		t.duration, err = t.mp.Meter(instrumentation).Float64Histogram("mcp.server.operation.duration",
-			metric.WithUnit("s"), metric.WithDescription("The duration of a request, from its handler's start to its end."),
-			metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
-		if err != nil {
-			t.Shutdown(ctx)
-			return nil, fmt.Errorf("telemetry: the duration histogram: %w", err)
+		meter := t.mp.Meter(instrumentation)
+		for p, name := range [...]string{MCP: "mcp.server.operation.duration", RCP: "rpc.server.call.duration"} {
+			t.duration[p], err = meter.Float64Histogram(name,
+				metric.WithUnit("s"), metric.WithDescription("The duration of a request, from its handler's start to its end."),
+				metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
+			if err != nil {
+				t.Shutdown(ctx)
+				return nil, fmt.Errorf("telemetry: the duration histogram: %w", err)
+			}
 		}
 	}
 	return t, nil
@@ -110,12 +126,13 @@ func wanted(signal string) bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
 }
 
-// Option installs t as the runtime server's Observer; with t nil it installs nothing.
-func (t *Telemetry) Option() runtime.Option {
+// Option installs t as the Observer of a runtime server of protocol p; with t nil it
+// installs nothing.
+func (t *Telemetry) Option(p Protocol) runtime.Option {
 	if t == nil {
 		return runtime.WithObserver(nil)
 	}
-	return runtime.WithObserver(t)
+	return runtime.WithObserver(observer{t: t, p: p})
 }
 
 // Shutdown exports what is still buffered and stops the exporters; call it before the program

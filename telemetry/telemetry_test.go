@@ -24,9 +24,11 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/rcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/telemetry"
 )
@@ -145,7 +147,7 @@ func TestSpansOfAServer(t *testing.T) {
 	mcp.AddTool(s, &mcp.Tool{Name: "broken"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 		return nil, jsonrpc.Errorf(-32603, "broken")
 	})
-	conn := s.Runtime(runtime.WithLogger(zap.NewNop()), tel.Option()).Connect(context.Background())
+	conn := s.Runtime(runtime.WithLogger(zap.NewNop()), tel.Option(telemetry.MCP)).Connect(context.Background())
 	call := func(frame string) {
 		if err := conn.Send(context.Background(), []byte(frame)); err != nil {
 			t.Fatal(err)
@@ -215,7 +217,7 @@ func TestOffWithoutAnEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
-		s.Runtime(tel.Option()) // installs nothing
+		s.Runtime(tel.Option(telemetry.MCP)) // installs nothing
 	}
 	t.Setenv("OTEL_SDK_DISABLED", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
@@ -252,5 +254,58 @@ func TestSpansOfExamplesEcho(t *testing.T) {
 	}
 	if got := attrs(s); got["jsonrpc.request.id"] != "7" || got["gen_ai.tool.name"] != "echo" {
 		t.Errorf("attributes %v", got)
+	}
+}
+
+// TestSpansOfAnRCPServerOverHTTP: an RCP server over HTTP, whose request carries its trace
+// context in the traceparent header only: its span follows the RPC conventions, is parented
+// on the header's span, and its duration is rpc.server.call.duration.
+func TestSpansOfAnRCPServerOverHTTP(t *testing.T) {
+	r := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
+	if err != nil || tel == nil {
+		t.Fatalf("FromEnv: %v %v", tel, err)
+	}
+	s := rcp.NewServer(rcp.Implementation{Name: "t", Version: "1"}, &rcp.Options{Conformance: "L0"})
+	s.Advertise("retrieve", map[string]any{"maxK": 5, "modes": []string{"sparse"}})
+	s.Handle("retrieve", func(ctx context.Context, req *rcp.Request) (any, error) {
+		return map[string]any{"hits": []any{}}, nil
+	})
+	h := httpx.NewRCPHandler(s, &httpx.RCPOptions{Logger: zap.NewNop(), Runtime: []runtime.Option{tel.Option(telemetry.RCP)}})
+	srv := httptest.NewServer(h)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rcp/retrieve",
+		strings.NewReader(`{"jsonrpc":"2.0","id":"r1","method":"retrieve","params":{"query":"x","k":1}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	srv.Close()
+	h.Close()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	span := r.span(t, "retrieve")
+	if got := hex.EncodeToString(span.ParentSpanId); got != callerSpan || hex.EncodeToString(span.TraceId) != callerTrace {
+		t.Errorf("parent %s in trace %x, want the header's %s in %s", got, span.TraceId, callerSpan, callerTrace)
+	}
+	got := attrs(span)
+	for k, v := range map[string]string{"rpc.system.name": "jsonrpc", "rpc.method": "retrieve", "jsonrpc.request.id": "r1"} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got["mcp.method.name"]; ok {
+		t.Error("an RCP span carries MCP's attributes")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.metrics["rpc.server.call.duration"] {
+		t.Errorf("metrics received: %v, want rpc.server.call.duration", r.metrics)
 	}
 }

@@ -85,11 +85,11 @@ func main() {
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance, Runtime: []runtime.Option{tel.Option()}})
+		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
 		defer h.Close()
 		err = httpx.ListenAndServe(ctx, *addr, h, nil)
 	} else {
-		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option()))
+		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option(telemetry.MCP)))
 	}
 	if err != nil {
 		tel.Shutdown(context.Background())

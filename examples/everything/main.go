@@ -41,7 +41,9 @@ import (
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
+	"github.com/relayrt/relay/telemetry"
 )
 
 // URIs and names of the fixture.
@@ -72,18 +74,23 @@ func main() {
 	flag.Parse()
 
 	s := newServer()
+	tel, err := telemetry.FromEnv(context.Background(), "relay-everything") // OpenTelemetry, when OTEL_* asks for it
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "everything:", err)
+		os.Exit(1)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); watch(ctx, s, *every) }()
 
-	var err error
 	if *addr != "" {
-		err = serveHTTP(s, *addr, *instance)
+		err = serveHTTP(s, *addr, *instance, tel.Option(telemetry.MCP))
 	} else {
-		err = stdio.ServeStdio(context.Background(), s.Runtime())
+		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option(telemetry.MCP)))
 	}
 	cancel()
 	<-done
+	tel.Shutdown(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
 		os.Exit(1)
@@ -91,10 +98,10 @@ func main() {
 }
 
 // serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
-func serveHTTP(s *mcp.Server, addr, instance string) error {
+func serveHTTP(s *mcp.Server, addr, instance string, opts ...runtime.Option) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: instance})
+	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: instance, Runtime: opts})
 	defer h.Close()
 	fmt.Fprintf(os.Stderr, "everything: serving MCP on http://%s/mcp\n", addr)
 	return httpx.ListenAndServe(ctx, addr, h, nil)

@@ -23,7 +23,9 @@ import (
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/rcp"
+	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
+	"github.com/relayrt/relay/telemetry"
 )
 
 func main() {
@@ -32,12 +34,17 @@ func main() {
 	flag.Parse()
 
 	s := newServer(engine.NewDefault())
-	var err error
+	tel, err := telemetry.FromEnv(context.Background(), "relay-retrieval") // OpenTelemetry, when OTEL_* asks for it
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "retrieval:", err)
+		os.Exit(1)
+	}
+	defer tel.Shutdown(context.Background())
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
 		ops := httpx.NewOps(nil)
-		h := httpx.NewRCPHandler(s, &httpx.RCPOptions{Sessions: *sessions, Ops: ops})
+		h := httpx.NewRCPHandler(s, &httpx.RCPOptions{Sessions: *sessions, Ops: ops, Runtime: []runtime.Option{tel.Option(telemetry.RCP)}})
 		defer h.Close()
 		mux := http.NewServeMux()
 		mux.Handle("/rcp", h)
@@ -46,9 +53,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "retrieval: serving RCP/1 on http://%s/rcp\n", *addr)
 		err = httpx.ListenAndServe(ctx, *addr, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}})
 	} else {
-		err = stdio.ServeStdio(context.Background(), s.Runtime())
+		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option(telemetry.RCP)))
 	}
 	if err != nil {
+		tel.Shutdown(context.Background())
 		fmt.Fprintln(os.Stderr, "retrieval:", err)
 		os.Exit(1)
 	}
