@@ -42,6 +42,7 @@ import (
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/supervise"
+	"github.com/relayrt/relay/telemetry"
 )
 
 // Options configures a Bridge.
@@ -54,6 +55,10 @@ type Options struct {
 	Proxy supervise.ProxyOptions
 	// Logger logs the pool's life.
 	Logger *zap.Logger
+	// Telemetry, when not nil, gives each request passed on to a child a client span, a
+	// child of the request's own span, whose trace context the child gets in
+	// _meta.traceparent, and records mcp.client.operation.duration (see package telemetry).
+	Telemetry *telemetry.Telemetry
 }
 
 // Bridge is a pool of supervised children behind one MCP profile.
@@ -61,6 +66,7 @@ type Bridge struct {
 	clients []*supervise.Client
 	pins    []atomic.Int64 // legacy sessions pinned to each child
 	log     *zap.Logger
+	tel     *telemetry.Telemetry
 	legacy  bool            // the children speak only the initialize generation
 	init    json.RawMessage // the children's initialize result (legacy), or discover result
 	caps    json.RawMessage
@@ -81,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		opts.Logger = zap.NewNop()
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &Bridge{log: opts.Logger, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
+	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
 	for i := range opts.Pool {
 		spec := opts.Spec
 		spec.Command.Name = fmt.Sprintf("%s#%d", nameOf(spec.Command), i)

@@ -145,13 +145,17 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			rt.Notify(method, p)
 		}
 		for round := 0; ; round++ {
-			res, rpcErr, err := c.Call(ctx, rt.Method, params, notify)
+			callCtx, callParams, end := s.b.tel.StartCall(ctx, rt.Method, params)
+			res, rpcErr, err := c.Call(callCtx, rt.Method, callParams, notify)
 			if err != nil {
+				end(err)
 				return nil, err
 			}
 			if rpcErr != nil {
+				end(rpcErr)
 				return nil, rpcErr
 			}
+			end(nil)
 			if stripMeta {
 				res = modernize(res, s.b.info)
 			}

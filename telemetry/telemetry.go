@@ -40,6 +40,8 @@ type Telemetry struct {
 	prop   propagation.TextMapPropagator
 	// duration is the request-duration histogram of each protocol; nil without metrics.
 	duration [2]metric.Float64Histogram
+	// callDuration is mcp.client.operation.duration, of the requests passed on (StartCall).
+	callDuration metric.Float64Histogram
 }
 
 // Protocol says which conventions a server's spans and metrics follow.
@@ -106,6 +108,13 @@ func FromEnv(ctx context.Context, service string) (*Telemetry, error) {
 				t.Shutdown(ctx)
 				return nil, fmt.Errorf("telemetry: the duration histogram: %w", err)
 			}
+		}
+		t.callDuration, err = meter.Float64Histogram("mcp.client.operation.duration",
+			metric.WithUnit("s"), metric.WithDescription("The duration of a request passed on to a server, until its answer."),
+			metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
+		if err != nil {
+			t.Shutdown(ctx)
+			return nil, fmt.Errorf("telemetry: the client duration histogram: %w", err)
 		}
 	}
 	return t, nil

@@ -24,12 +24,14 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relayrt/relay/bridge"
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/rcp"
 	"github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/supervise"
 	"github.com/relayrt/relay/telemetry"
 )
 
@@ -307,5 +309,95 @@ func TestSpansOfAnRCPServerOverHTTP(t *testing.T) {
 	defer r.mu.Unlock()
 	if !r.metrics["rpc.server.call.duration"] {
 		t.Errorf("metrics received: %v, want rpc.server.call.duration", r.metrics)
+	}
+}
+
+// TestSpansThroughTheBridge: a caller's tools/call through an in-process bridge to an
+// examples/echo child, both exporting to one receiver: the bridge's server span is the
+// caller's child, its client span the server span's child, and the child's own server span
+// the client span's child, all in the caller's trace.
+func TestSpansThroughTheBridge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts child processes")
+	}
+	r := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	bin := hosttest.Exe(filepath.Join(t.TempDir(), "echo"))
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tel, err := telemetry.FromEnv(context.Background(), "relay-bridge")
+	if err != nil || tel == nil {
+		t.Fatalf("FromEnv: %v %v", tel, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := bridge.New(ctx, bridge.Options{Pool: 1, Telemetry: tel, Spec: supervise.Spec{
+		Command: supervise.Command{Path: bin, Env: append(os.Environ(), "OTEL_SERVICE_NAME=echo-child"), Name: "echo"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpx.NewMCPProfileHandler(b.Profile(), nil, &httpx.MCPOptions{Logger: zap.NewNop(), Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
+	srv := httptest.NewServer(h)
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{` +
+		modernMeta + `,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"}}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(answer), `"hi"`) {
+		t.Fatalf("through the bridge: %d %s", resp.StatusCode, answer)
+	}
+	srv.Close()
+	h.Close()
+	if err := b.Close(); err != nil { // the child exits on EOF, flushing its spans
+		t.Errorf("Close: %v", err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	r.mu.Lock()
+	var server, client, child *tracepb.Span
+	for _, s := range r.spans {
+		if s.Name != "tools/call echo" {
+			continue
+		}
+		switch {
+		case s.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+			client = s
+		case hex.EncodeToString(s.ParentSpanId) == callerSpan:
+			server = s
+		default:
+			child = s
+		}
+	}
+	r.mu.Unlock()
+	if server == nil || client == nil || child == nil {
+		t.Fatalf("spans named tools/call echo: server %v, client %v, child %v; want all three", server != nil, client != nil, child != nil)
+	}
+	for _, s := range []*tracepb.Span{server, client, child} {
+		if got := hex.EncodeToString(s.TraceId); got != callerTrace {
+			t.Errorf("a %v span in trace %s, want the caller's %s", s.Kind, got, callerTrace)
+		}
+	}
+	if !bytes.Equal(client.ParentSpanId, server.SpanId) {
+		t.Error("the bridge's client span is not its server span's child")
+	}
+	if !bytes.Equal(child.ParentSpanId, client.SpanId) {
+		t.Error("the child's server span is not the bridge's client span's child")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.metrics["mcp.client.operation.duration"] {
+		t.Errorf("metrics received: %v, want mcp.client.operation.duration", r.metrics)
 	}
 }

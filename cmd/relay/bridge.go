@@ -17,6 +17,8 @@ import (
 
 	"github.com/relayrt/relay/bridge"
 	"github.com/relayrt/relay/httpx"
+	relayrt "github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/telemetry"
 )
 
 const bridgeUsage = `Usage: relay bridge [flags] -- CMD [ARGS...]
@@ -26,6 +28,8 @@ supervised children: 2026-07-28 requests go to the least-loaded child, initializ
 clients are served too, requests safe to repeat survive a child's crash, and everything an
 HTTP server of Relay's has (Origin and Host checks, limits, /metrics, /healthz, /readyz,
 graceful shutdown on SIGTERM) applies. The supervise flags below tune the children.
+The standard OTEL_* variables turn on OpenTelemetry: a server span per request, a client
+span per request passed on to a child (which gets its trace context in _meta.traceparent).
 
 Flags:
 `
@@ -54,14 +58,20 @@ func runBridge(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, Spec: spec, Proxy: proxyOpts, Logger: log})
+	tel, err := telemetry.FromEnv(ctx, "relay-bridge")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 2
+	}
+	defer tel.Shutdown(context.Background())
+	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 1
 	}
 	defer b.Close()
 	ops := httpx.NewOps(nil)
-	opts := &httpx.MCPOptions{Ops: ops, Logger: log}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)}}
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
