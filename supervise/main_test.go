@@ -229,6 +229,9 @@ var tcTools = []any{
 	map[string]any{"name": "danger", "inputSchema": map[string]any{"type": "object"}},
 	map[string]any{"name": "exit", "inputSchema": map[string]any{"type": "object"}},
 	map[string]any{"name": "hang", "inputSchema": map[string]any{"type": "object"}},
+	// crash says it only reads, and kills the server each time it is called: a poison request.
+	map[string]any{"name": "crash", "inputSchema": map[string]any{"type": "object"},
+		"annotations": map[string]any{"readOnlyHint": true}},
 }
 
 func (s *tcServer) handle(line []byte) {
@@ -361,6 +364,9 @@ func (s *tcServer) call(id json.RawMessage, params json.RawMessage) {
 			s.write(held)
 		}
 		os.Exit(a.Code)
+	case "crash":
+		s.log("crash %d", os.Getpid())
+		os.Exit(2)
 	case "hang": // stop reading stdin and answering, for good
 		s.hung.Store(true)
 		time.Sleep(time.Hour)

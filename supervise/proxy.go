@@ -1,11 +1,13 @@
 package supervise
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,6 +75,8 @@ type pending struct {
 	internal  bool // the proxy's own request (replayed initialize, probe, tools/list)
 	listen    bool // a subscriptions/listen stream: its acknowledgement is swallowed on replay
 	replayed  bool
+	waiting   bool // to be sent again: the child it was sent to died
+	alone     int  // how many children died while it was the only host request they had
 }
 
 // proxy is the actor between a host and a supervised child.
@@ -89,7 +93,9 @@ type proxy struct {
 	nextID    int64
 	pend      map[string]*pending // child id → request
 	byHost    map[string]string   // host id → child id
-	queue     [][]byte            // host frames waiting for a child
+	queue     [][]byte            // host frames waiting for a child, or for the suspects
+	suspects  []string            // ids of requests in flight at a crash, replayed one at a time
+	suspectID string              // the child id of the suspect in flight, alone
 	annotated map[string]bool     // tools safe to repeat, from the child's tools/list
 	calls     map[string][]byte   // our id for a child's request to the host → the child's id
 	nextCall  int64
@@ -102,14 +108,16 @@ type proxy struct {
 	caps       json.RawMessage // the capabilities the child declared (initialize, server/discover)
 	ready      bool            // the child may take host requests (its initialize is done)
 	gaveUp     bool
-	cannotRun  *StartError // why the supervisor gave up at once: the command cannot run
-	supDone    bool        // the supervisor's Run has returned
-	hostDone   bool        // the host's input has ended
-	stopping   bool        // Proxy's context is done: new requests are refused
-	drained    bool        // the drain deadline has passed
-	answered   bool        // the current child has answered a request
-	silent     int         // children in a row that exited before answering any request
-	lastTail   []string    // the stderr tail of the last child that exited
+	cannotRun  *StartError      // why the supervisor gave up at once: the command cannot run
+	supDone    bool             // the supervisor's Run has returned
+	hostDone   bool             // the host's input has ended
+	stopping   bool             // Proxy's context is done: new requests are refused
+	drained    bool             // the drain deadline has passed
+	answered   bool             // the current child has answered a request
+	upAt       time.Time        // when it first did
+	settled    <-chan time.Time // fires once it has been up for settle
+	silent     int              // children in a row that exited before answering any request
+	lastTail   []string         // the stderr tail of the last child that exited
 	lastHeard  time.Time
 	probeID    string
 }
@@ -119,6 +127,13 @@ type proxy struct {
 // towards the child and maps every id back, replays what is safe to repeat on a new child,
 // answers the rest with an error that says the server restarted, replays a legacy initialize
 // with its setLevel and subscriptions, and re-opens subscription streams.
+//
+// The requests replayed after a crash are suspects: any of them may be what killed the
+// child. Once the new child has answered something and stayed up for a quarter of a second,
+// they are sent one at a time, each alone in flight, the host's new requests waiting behind
+// them. A request that was alone in flight when a child died, twice, is answered with an
+// error that says it crashes the server, and never sent again; the others are answered as
+// usual.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -234,6 +249,8 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 		case <-drain:
 			p.drained = true
 			p.stopAll()
+		case <-p.settled:
+			p.settled = nil // pump, below, sends the suspects
 		case <-ctx.Done(): // SIGTERM, say: refuse new requests, drain the others
 			p.stopping = true
 			if p.supDone {
@@ -241,6 +258,7 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			}
 			ctx = context.Background() // keep draining events until the supervisor is done
 		}
+		p.pump()
 		// A command that cannot run is said to every request the host sends until it closes
 		// its input: a host's first request usually comes after the start has failed.
 		if p.supDone && (p.cannotRun == nil || p.hostDone || p.stopping) {
@@ -268,7 +286,7 @@ func (p *proxy) stopAll() {
 			p.toHost(p.stoppingError(m.ID))
 		}
 	}
-	p.queue = nil
+	p.queue, p.suspects, p.suspectID = nil, nil, ""
 	n := 0
 	for id, r := range p.pend {
 		if r.internal || r.listen {
@@ -329,7 +347,7 @@ func (p *proxy) event(e Event) {
 	switch e.Kind {
 	case EventStarted:
 		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), p.clock.Now(), ""
-		p.answered = false
+		p.answered, p.settled = false, nil
 		p.calls = map[string][]byte{}
 		p.ready = p.initParams == nil
 		if p.initParams != nil {
@@ -378,7 +396,7 @@ func (p *proxy) event(e Event) {
 				p.toHost(p.gaveUpError(m.ID))
 			}
 		}
-		p.queue = nil
+		p.queue, p.suspects, p.suspectID = nil, nil, ""
 		for id, r := range p.pend {
 			if !r.internal {
 				p.toHost(p.gaveUpError(r.hostID))
@@ -388,17 +406,136 @@ func (p *proxy) event(e Event) {
 	}
 }
 
+// settle is how long a child must have been answering before suspects are sent to it.
+const settle = 250 * time.Millisecond
+
+// poisonAfter is how many children may die while a request is the only one they have in
+// flight before that request is judged to be what kills them: twice, so that one crash that
+// merely happened then (an OOM kill elsewhere, an operator) does not condemn it.
+const poisonAfter = 2
+
 // restarted decides, for every request in flight on the child that died, replay or error.
+// The ones to replay are suspects: any of them may be what killed the child. They are sent
+// again one at a time, each alone in flight (host requests wait meanwhile), so that a
+// request that kills the child by itself is found, answered with an error that says so, and
+// never sent again, while the others are answered as usual.
 func (p *proxy) restarted() {
+	p.suspectID = ""
+	inFlight := 0
+	for _, r := range p.pend {
+		if !r.internal && !r.listen && !r.waiting {
+			inFlight++
+		}
+	}
+	var fresh []string
 	for id, r := range p.pend {
-		if r.internal || !p.replayable(r) {
+		switch {
+		case r.waiting: // not sent to the child that died
+			continue
+		case r.internal || !p.replayable(r):
 			if !r.internal {
 				p.toHost(p.restartError(r.hostID))
 			}
 			p.forget(id)
 			continue
 		}
-		r.replayed = true
+		r.replayed, r.waiting = true, true
+		if r.listen { // a stream, never answered: re-opened at once, never a suspect
+			continue
+		}
+		if inFlight == 1 && p.answered { // a child that never answered may never have read it
+			r.alone++
+		}
+		if r.alone >= poisonAfter {
+			p.log.Warn("a request killed the child each time it was the only one in flight; it is answered with an error and not sent again",
+				zap.String("method", r.method), zap.Int("deaths", r.alone))
+			p.toHost(p.poisonError(r))
+			p.forget(id)
+			continue
+		}
+		fresh = append(fresh, id)
+	}
+	// The least suspect first, then in the order they were sent: innocent requests are
+	// answered before the likely culprit is tried again.
+	slices.SortFunc(fresh, func(a, b string) int {
+		if d := p.pend[a].alone - p.pend[b].alone; d != 0 {
+			return d
+		}
+		if c := cmp.Compare(len(a), len(b)); c != 0 { // integer ids: shorter is smaller
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	p.suspects = append(p.suspects, fresh...)
+}
+
+// poisonError answers a request that killed the child each time it was alone in flight.
+func (p *proxy) poisonError(r *pending) []byte {
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: "Internal error: the server crashed each time it was given this request alone (" + strconv.Itoa(r.alone) +
+			" times); it will not be sent again. Check the request, or the server's stderr for why it crashes",
+		Data: map[string]any{"reason": "request crashes the server", "crashes": r.alone, "retryable": false}}
+	return jsonrpc.AppendError(nil, r.hostID, e)
+}
+
+// serial reports whether suspects are being replayed: host requests wait meanwhile.
+func (p *proxy) serial() bool { return p.suspectID != "" || len(p.suspects) > 0 }
+
+// pump sends the next suspect once the one in flight is answered, and when none is left,
+// what the host sent meanwhile.
+func (p *proxy) pump() {
+	if p.child == nil || !p.ready || p.gaveUp {
+		return
+	}
+	if p.suspectID != "" {
+		if _, ok := p.pend[p.suspectID]; ok {
+			return
+		}
+		p.suspectID = "" // answered, cancelled or timed out
+	}
+	if len(p.suspects) > 0 && !p.answered {
+		// A suspect is sent once the child has shown that it reads and answers: a child that
+		// dies before that says nothing about the suspect.
+		for _, r := range p.pend {
+			if r.internal {
+				return // its answer will come first
+			}
+		}
+		p.internal("ping", nil) // an error answer (a 2026-07-28 child has no ping) shows it too
+		return
+	}
+	if len(p.suspects) > 0 {
+		// ... and has stayed up for settle: a child that dies soon after its start is likely
+		// dying of something else (its own start, or whatever killed its predecessor), and a
+		// suspect alone in flight then would be blamed for it.
+		if wait := settle - p.clock.Now().Sub(p.upAt); wait > 0 {
+			if p.settled == nil {
+				p.settled = p.clock.After(wait)
+			}
+			return
+		}
+	}
+	for len(p.suspects) > 0 {
+		id := p.suspects[0]
+		p.suspects = p.suspects[1:]
+		r, ok := p.pend[id]
+		if !ok { // cancelled, or timed out, while it waited
+			continue
+		}
+		delete(p.pend, id)
+		delete(p.byHost, string(r.hostID))
+		r.waiting = false
+		if id, ok := p.send(r); ok {
+			p.suspectID = id
+			return
+		}
+	}
+	if len(p.queue) > 0 {
+		queue := p.queue
+		p.queue = nil
+		for _, f := range queue {
+			p.fromHost(f)
+		}
 	}
 }
 
@@ -416,24 +553,22 @@ func (p *proxy) replayable(r *pending) bool {
 	return safeMethods[r.method]
 }
 
-// replay re-sends the surviving requests to the new child, then what queued meanwhile.
+// replay re-opens the subscription streams on the new child, then sends the suspects one
+// at a time, then what queued meanwhile (pump).
 func (p *proxy) replay() {
 	var again []*pending // collected first: send adds to p.pend, which must not grow while walked
 	for id, r := range p.pend {
-		if r.replayed && !r.internal {
+		if r.waiting && r.listen {
 			delete(p.pend, id)
 			delete(p.byHost, string(r.hostID))
 			again = append(again, r)
 		}
 	}
 	for _, r := range again {
+		r.waiting = false
 		p.send(r)
 	}
-	queue := p.queue
-	p.queue = nil
-	for _, f := range queue {
-		p.fromHost(f)
-	}
+	p.pump()
 }
 
 // fromHost handles one frame from the host.
@@ -484,7 +619,7 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		return
 	}
-	if p.child == nil || !p.ready {
+	if p.child == nil || !p.ready || p.serial() {
 		if len(p.queue) >= p.opts.Queue {
 			p.toHost(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: -32000,
 				Message: "Server restarting: too many requests waiting; retry shortly",
@@ -535,8 +670,9 @@ func (p *proxy) remember(m jsonrpc.Message) {
 	}
 }
 
-// send gives a request a fresh child id (and progress token) and sends it to the child.
-func (p *proxy) send(r *pending) {
+// send gives a request a fresh child id (and progress token) and sends it to the child. It
+// returns the id, and false when the child refused it (the host has been answered).
+func (p *proxy) send(r *pending) (string, bool) {
 	p.nextID++
 	id := jsonrpc.IntID(p.nextID)
 	params := r.params
@@ -558,9 +694,11 @@ func (p *proxy) send(r *pending) {
 			delete(p.byHost, string(r.hostID))
 			p.toHost(jsonrpc.AppendError(nil, r.hostID, p.busyError()))
 		}
+		return "", false
 	case err != nil:
 		p.log.Warn("could not send to the child; it will be replayed or answered at restart", zap.Error(err))
 	}
+	return string(id), true
 }
 
 // busyError answers a request the child could not take: it is not reading its input.
@@ -617,7 +755,9 @@ func (p *proxy) fromChild(f []byte) {
 	}
 	switch m.Kind {
 	case jsonrpc.KindResponse:
-		p.answered = true
+		if !p.answered {
+			p.answered, p.upAt = true, p.clock.Now()
+		}
 		p.answer(m, f)
 	case jsonrpc.KindRequest: // a legacy server asks the client: forward with an id of ours
 		p.nextCall++

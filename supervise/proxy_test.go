@@ -931,7 +931,7 @@ func TestProxyEOFWithASilentChildEndsAfterTheDrain(t *testing.T) {
 // child's tools itself once the host's era is known (2026-07-28 requests, a legacy
 // handshake, or bare requests), so it knows which calls are safe to replay.
 func TestProxyHostThatNeverListsToolsLosesNoAnnotatedCall(t *testing.T) {
-	const n = 32
+	const n = 16
 	modern := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 	for _, era := range []string{"modern", "legacy", "bare"} {
 		t.Run(era, func(t *testing.T) {
@@ -994,4 +994,44 @@ func TestProxyListChangedOnlyForDeclaredLists(t *testing.T) {
 	if err := h.close(10 * time.Second); err != nil {
 		t.Errorf("Proxy = %v", err)
 	}
+}
+
+// A poison request — read-only by its annotation, but it kills the child each time it is
+// delivered — arrives with 64 innocent calls in flight. It is found and answered with an
+// error that says so after at most 3 child deaths, and is not sent again; every innocent
+// call is answered with its result.
+func TestProxyPoisonRequestIsFoundAndInnocentCallsAreAnswered(t *testing.T) {
+	const n = 64
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	tpLearn(t, h)
+	var chans []<-chan hosttest.Reply
+	for i := 0; i < n; i++ {
+		_, ch := h.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 100, "text": fmt.Sprintf("s%d", i)}})
+		chans = append(chans, ch)
+	}
+	_, poison := h.Send("tools/call", map[string]any{"name": "crash"})
+	r, ok := h.Wait(poison, 30*time.Second)
+	deaths := tpCount(tpLog(t, logPath), "crash ")
+	if !ok || r.Error == nil || r.Error.Data["reason"] != "request crashes the server" || !strings.Contains(r.Error.Message, "crashed each time") {
+		t.Errorf("the poison request: %v (answered %v), want the error that says it crashes the server", r, ok)
+	}
+	if deaths > 3 {
+		t.Errorf("the poison request killed %d children before it was answered, want at most 3", deaths)
+	}
+	for i, ch := range chans {
+		if r, ok := h.Wait(ch, 30*time.Second); !ok || r.Text() != "slept 100" {
+			t.Errorf("innocent call s%d: %v (answered %v), want its result", i, r, ok)
+		}
+	}
+	if after := tpCount(tpLog(t, logPath), "crash "); after != deaths {
+		t.Errorf("the poison request was sent again after it was answered: %d crashes, then %d", deaths, after)
+	}
+	if r := h.Tool("echo", map[string]any{"text": "after"}); r.Text() != "after" {
+		t.Errorf("echo after the poison: %v", r)
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	t.Logf("the poison request was answered after %d child deaths", deaths)
 }
