@@ -4,22 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/jsonrpc"
-	"github.com/relayrt/relay/stdio"
 )
 
 // Client is a JSON-RPC client over a supervised child, for many callers at once: every call
-// gets an id and a progress token of its own, and crashes are handled beneath it by a Proxy
-// (requests safe to repeat are replayed on the new child, the others fail with the restart
-// error). A bridge from HTTP uses one Client per child.
+// gets an id and a progress token of its own, and crashes are handled beneath it by the
+// proxy's core, fed with frames directly (requests safe to repeat are replayed on the new
+// child, the others fail with the restart error). A bridge from HTTP uses one Client per
+// child.
 type Client struct {
-	in      *io.PipeWriter // the proxy's host input; each Write is one whole frame
+	in      chan []byte  // the proxy core's host frames; closed by Close
+	inMu    sync.RWMutex // held to send on in, and taken alone to close it
+	inShut  bool         // in is closed
 	mailbox chan clientMsg
 	done    chan struct{}
 	proxied chan error
@@ -49,21 +51,33 @@ var ErrClientClosed = errors.New("supervise: the client is closed")
 
 // NewClient starts sup's child behind a proxy and returns a client for it. Close stops it.
 func NewClient(ctx context.Context, sup *Supervisor, opts *ProxyOptions) *Client {
-	hostIn, toProxy := io.Pipe()
-	fromProxy, hostOut := io.Pipe()
-	c := &Client{in: toProxy, mailbox: make(chan clientMsg), done: make(chan struct{}), proxied: make(chan error, 1)}
-	c.log = zap.NewNop()
-	if opts != nil && opts.Logger != nil {
-		c.log = opts.Logger
-	}
-	go func() {
-		err := Proxy(ctx, sup, hostIn, hostOut, opts)
-		hostOut.Close()
-		hostIn.Close()
+	o := opts.withDefaults()
+	c := &Client{in: make(chan []byte, 64), mailbox: make(chan clientMsg), done: make(chan struct{}),
+		proxied: make(chan error, 1), log: o.Logger}
+	out := make(chan []byte, 256)
+	go func() { // the proxy's core; its output ends when it returns
+		err := serveFrames(ctx, sup, c.in, out, o)
+		close(out)
 		c.proxied <- err
 	}()
-	go c.route(fromProxy)
+	go c.route(out)
 	return c
+}
+
+// send hands one frame to the proxy's core; it fails once the Client is closed or its child
+// is gone for good.
+func (c *Client) send(frame []byte) error {
+	c.inMu.RLock()
+	defer c.inMu.RUnlock()
+	if c.inShut {
+		return ErrClientClosed
+	}
+	select {
+	case c.in <- frame:
+		return nil
+	case <-c.done:
+		return ErrClientClosed
+	}
 }
 
 // Load reports how many calls are in flight, for least-loaded routing.
@@ -90,9 +104,9 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	if err := c.tell(clientMsg{id: string(idJSON), call: call}); err != nil {
 		return nil, nil, err
 	}
-	if _, err := c.in.Write(append(jsonrpc.AppendRequest(nil, idJSON, method, params), '\n')); err != nil {
+	if err := c.send(jsonrpc.AppendRequest(nil, idJSON, method, params)); err != nil {
 		c.tell(clientMsg{id: string(idJSON)})
-		return nil, nil, ErrClientClosed
+		return nil, nil, err
 	}
 	select {
 	case r := <-call.reply:
@@ -100,7 +114,7 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	case <-ctx.Done():
 		c.tell(clientMsg{id: string(idJSON)})
 		cancel, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller went away"})
-		c.in.Write(append(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancel), '\n'))
+		c.send(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancel))
 		return nil, nil, ctx.Err()
 	case <-c.done:
 		return nil, nil, ErrClientClosed
@@ -109,8 +123,7 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 
 // Notify sends a notification to the child.
 func (c *Client) Notify(method string, params json.RawMessage) error {
-	_, err := c.in.Write(append(jsonrpc.AppendNotification(nil, method, params), '\n'))
-	return err
+	return c.send(jsonrpc.AppendNotification(nil, method, params))
 }
 
 func (c *Client) tell(m clientMsg) error {
@@ -127,35 +140,21 @@ func (c *Client) tell(m clientMsg) error {
 // Close ends the child's input; the proxy finishes what is in flight and stops the child
 // with the full sequence. It returns the proxy's error (ErrGaveUp if it had given up).
 func (c *Client) Close() error {
-	c.in.Close()
+	c.inMu.Lock()
+	if !c.inShut {
+		c.inShut = true
+		close(c.in)
+	}
+	c.inMu.Unlock()
 	<-c.done
 	return <-c.proxied
 }
 
-// route is the client's actor: it owns the table of calls and reads what the proxy writes.
-func (c *Client) route(r io.Reader) {
-	frames := make(chan []byte)
-	go func() { // the reader, owned by route: it ends when the proxy's output closes
-		defer close(frames)
-		fr := stdio.NewReader(r, 0) // Relay's own framing, as everywhere else
-		for {
-			line, err := fr.Next()
-			var tl *stdio.TooLargeError
-			if errors.As(err, &tl) {
-				continue
-			}
-			if err != nil {
-				return
-			}
-			frames <- append([]byte(nil), line...)
-		}
-	}()
+// route is the client's actor: it owns the table of calls and takes what the proxy's core
+// sends, until the core returns and closes frames.
+func (c *Client) route(frames <-chan []byte) {
 	calls := map[string]*clientCall{}
-	defer func() {
-		close(c.done)
-		for range frames {
-		}
-	}()
+	defer close(c.done)
 	for {
 		select {
 		case m := <-c.mailbox:
@@ -215,7 +214,17 @@ func (c *Client) frame(f []byte, calls map[string]*clientCall) {
 		}
 	case jsonrpc.KindRequest: // the child asks its client something: a Client cannot answer
 		c.log.Warn("the child asked its client something a supervise.Client cannot answer", zap.String("method", m.Method))
-		c.in.Write(append(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: "Method not found: this client does not serve " + m.Method}), '\n'))
+		// Never a blocking send from here: the core may be waiting for this actor to take
+		// its output. A full input drops the answer, and the child's request times out.
+		answer := jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "Method not found: this client does not serve " + m.Method})
+		c.inMu.RLock()
+		if !c.inShut {
+			select {
+			case c.in <- answer:
+			default:
+			}
+		}
+		c.inMu.RUnlock()
 	}
 }

@@ -143,25 +143,7 @@ type proxy struct {
 // run at all, every request is answered with why until the host's input ends, and the error
 // is also a *StartError.
 func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Writer, opts *ProxyOptions) error {
-	var o ProxyOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Replay == "" {
-		o.Replay = ReplayAnnotated
-	}
-	if o.Queue <= 0 {
-		o.Queue = 1024
-	}
-	if o.ProbeTimeout <= 0 {
-		o.ProbeTimeout = 5 * time.Second
-	}
-	if o.Drain <= 0 {
-		o.Drain = 5 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	o := opts.withDefaults()
 	// The host's input is read until Proxy returns, not until ctx ends: a request that comes
 	// while the proxy drains is answered with the stopping error.
 	readCtx, stopReading := context.WithCancel(context.WithoutCancel(ctx))
@@ -193,6 +175,41 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 		defer close(wrote)
 		stdio.WriteFrames(hostOut, toHost, o.Logger)
 	}()
+	err := serveFrames(ctx, sup, hostFrames, toHost, o)
+	close(toHost)
+	<-wrote
+	return err
+}
+
+// withDefaults returns the options with their zero fields set to the defaults.
+func (opts *ProxyOptions) withDefaults() ProxyOptions {
+	var o ProxyOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Replay == "" {
+		o.Replay = ReplayAnnotated
+	}
+	if o.Queue <= 0 {
+		o.Queue = 1024
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 5 * time.Second
+	}
+	if o.Drain <= 0 {
+		o.Drain = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+// serveFrames is the proxy's core, on frames: it takes the host's frames from hostFrames
+// (closed: the host's input has ended) and sends the frames for the host on toHost, which
+// its caller owns and closes after it returns. Proxy puts Relay's stdio reader and writer
+// around it; Client feeds it directly.
+func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte, toHost chan<- []byte, o ProxyOptions) error {
 	supErr := make(chan error, 1)
 	// The supervisor ends when the proxy says, not with ctx: the requests in flight are
 	// drained first.
@@ -210,8 +227,6 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	if serr := <-supErr; err == nil && serr != nil {
 		err = serr
 	}
-	close(toHost)
-	<-wrote
 	return err
 }
 
