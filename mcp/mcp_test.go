@@ -202,7 +202,7 @@ func TestToolsList_DeterministicAndCacheable(t *testing.T) {
 			t.Errorf("A14: inputSchema of %v is not an object schema", tm["name"])
 		}
 	}
-	if strings.Join(names, ",") != "block,echo,fails,progress,protocol-error" {
+	if strings.Join(names, ",") != "block,echo,fails,progress,protocol-error,token" {
 		t.Errorf("tools not in name order: %v", names)
 	}
 	if r["ttlMs"] == nil || r["cacheScope"] == nil || r["resultType"] != "complete" {
