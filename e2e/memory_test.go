@@ -17,17 +17,24 @@ import (
 // TestHugeLineIsRefusedInBoundedMemory sends a 48 MiB line, three times the default 16 MiB
 // frame limit, then a working call. The line is answered with -32600 and no id (DIGEST A11;
 // A1: the id could not be read), the call works, and the server never holds the line: its
-// peak resident memory stays below 40 MiB (DIGEST A12: the server keeps reading after it).
+// peak resident memory grows by less than 30 MiB over what it held once warmed up, well
+// under the line's 48 MiB (DIGEST A12: the server keeps reading after it). The bound is on
+// the growth, not the total, so that what a server binary links (OpenTelemetry's SDK adds
+// ~5 MiB at start) does not move it.
 func TestHugeLineIsRefusedInBoundedMemory(t *testing.T) {
 	t.Parallel()
 	const (
 		lineSize = 48 << 20
 		chunk    = 1 << 20
-		limitKiB = 40 << 10
+		limitKiB = 30 << 10
 	)
 	c := start(t, echoPlainBin) // never the -race build: its shadow memory is not the server's
 	c.send(echoLine(`"before"`, "warm up"))
 	c.response(`"before"`)
+	base, err := c.vmHWM()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	head := []byte(`{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo",` + modernMeta + `,"arguments":{"text":"`)
 	tail := []byte(`"}}}` + "\n")
@@ -46,9 +53,9 @@ func TestHugeLineIsRefusedInBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("server VmHWM after a %d MiB line: %d KiB (%.1f MiB)", lineSize>>20, hwm, float64(hwm)/1024)
-	if hwm >= limitKiB {
-		t.Errorf("peak resident memory %d KiB, want below %d KiB (DIGEST A12: an oversized line is discarded, not held)", hwm, limitKiB)
+	t.Logf("server VmHWM after a %d MiB line: %d KiB (%.1f MiB), %d KiB after warming up", lineSize>>20, hwm, float64(hwm)/1024, base)
+	if hwm-base >= limitKiB {
+		t.Errorf("peak resident memory grew by %d KiB, want less than %d KiB (DIGEST A12: an oversized line is discarded, not held)", hwm-base, limitKiB)
 	}
 
 	c.closeStdin()
