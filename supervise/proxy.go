@@ -108,6 +108,7 @@ type proxy struct {
 	caps       json.RawMessage // the capabilities the child declared (initialize, server/discover)
 	ready      bool            // the child may take host requests (its initialize is done)
 	gaveUp     bool
+	gaveUpWhy  error            // the supervisor's reason
 	cannotRun  *StartError      // why the supervisor gave up at once: the command cannot run
 	supDone    bool             // the supervisor's Run has returned
 	hostDone   bool             // the host's input has ended
@@ -118,6 +119,7 @@ type proxy struct {
 	settled    <-chan time.Time // fires once it has been up for settle
 	silent     int              // children in a row that exited before answering any request
 	lastTail   []string         // the stderr tail of the last child that exited
+	lastExit   string           // and how it exited
 	lastHeard  time.Time
 	probeID    string
 }
@@ -385,6 +387,7 @@ func (p *proxy) event(e Event) {
 		}
 		if p.child != nil {
 			p.lastTail = p.child.StderrTail()
+			p.lastExit = e.Exit.String()
 		}
 		p.silent++
 		if p.answered {
@@ -399,7 +402,7 @@ func (p *proxy) event(e Event) {
 	case EventRestarting:
 		p.log.Info("restarting the child", zap.Duration("delay", e.Delay), zap.Int("restarts", e.Restarts))
 	case EventGaveUp:
-		p.gaveUp = true
+		p.gaveUp, p.gaveUpWhy = true, e.Err
 		if errors.As(e.Err, &p.cannotRun) {
 			p.log.Error("relay cannot start the child: every request will be answered with this error until the host closes its input",
 				zap.String("command", p.cannotRun.Command), zap.NamedError("cause", p.cannotRun.Err))
@@ -968,32 +971,17 @@ func (p *proxy) timers() {
 }
 
 func (p *proxy) restartError(id jsonrpc.ID) []byte {
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the server restarted while the request was in flight",
-		Data: map[string]any{"reason": "server restarted", "retryable": false}}
-	if p.opts.RCP {
-		e.Code = -32010
-		e.Message = "Backend unavailable: the server restarted while the request was in flight"
+	why := "the server restarted while the request was in flight"
+	data := map[string]any{"reason": "server restarted", "retryable": false}
+	if p.lastExit != "" {
+		why = "the server exited (" + p.lastExit + ") while the request was in flight, and is restarted"
+		data["exit"] = p.lastExit
 	}
-	if id == nil {
-		id = jsonrpc.Null
+	if !p.answered && len(p.lastTail) > 0 { // it never answered anything: its stderr may say why
+		why += "; it answered nothing, and its last lines on stderr are in this error's data"
+		data["stderr"] = p.lastTail
 	}
-	return jsonrpc.AppendError(nil, id, e)
-}
-
-// gaveUpError answers a request once the supervisor has given up: with why the command
-// cannot run, or with the restart error and the last child's stderr.
-func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
-	if p.cannotRun == nil {
-		f := p.restartError(id)
-		if len(p.lastTail) > 0 {
-			f = jsonrpc.SetMember(f, "error", jsonrpc.SetMember(jsonrpc.Field(f, "error"), "data",
-				jsonrpc.SetMember(jsonrpc.Field(jsonrpc.Field(f, "error"), "data"), "stderr", mustJSON(p.lastTail))))
-		}
-		return f
-	}
-	why := fmt.Sprintf("the server cannot start: %q cannot run (%v); check that the command exists and is executable", p.cannotRun.Command, p.cannotRun.Err)
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why,
-		Data: map[string]any{"reason": "cannot start", "retryable": false}}
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
 	if p.opts.RCP {
 		e.Code = -32010
 		e.Message = "Backend unavailable: " + why
@@ -1004,9 +992,32 @@ func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
 	return jsonrpc.AppendError(nil, id, e)
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+// gaveUpError answers a request once the supervisor has given up: with why the command
+// cannot run, or with why the supervisor gave up and the last child's stderr. Not "the
+// server restarted": it is gone for good, most often because it cannot stay up.
+func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
+	var why string
+	var data map[string]any
+	if p.cannotRun != nil {
+		why = fmt.Sprintf("the server cannot start: %q cannot run (%v); check that the command exists and is executable", p.cannotRun.Command, p.cannotRun.Err)
+		data = map[string]any{"reason": "cannot start", "retryable": false}
+	} else {
+		why = fmt.Sprintf("the server keeps exiting, and relay stopped restarting it (%v)", p.gaveUpWhy)
+		data = map[string]any{"reason": "gave up", "retryable": false}
+		if len(p.lastTail) > 0 {
+			why += "; its last lines on stderr are in this error's data"
+			data["stderr"] = p.lastTail
+		}
+	}
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
+	if p.opts.RCP {
+		e.Code = -32010
+		e.Message = "Backend unavailable: " + why
+	}
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	return jsonrpc.AppendError(nil, id, e)
 }
 
 func (p *proxy) toHost(f []byte) { p.host <- f }
