@@ -75,8 +75,11 @@ type pending struct {
 	internal  bool // the proxy's own request (replayed initialize, probe, tools/list)
 	listen    bool // a subscriptions/listen stream: its acknowledgement is swallowed on replay
 	replayed  bool
-	waiting   bool // to be sent again: the child it was sent to died
+	waiting   bool // to be sent again: the child it was sent to died, or never took it
+	unsent    bool // the child it was sent to had closed its input: it never reached a child
+	suspect   bool // in flight at a crash: sent again one at a time
 	alone     int  // how many children died while it was the only host request they had
+	deaths    int  // how many children died while it was in flight on them
 }
 
 // proxy is the actor between a host and a supervised child.
@@ -132,10 +135,11 @@ type proxy struct {
 //
 // The requests replayed after a crash are suspects: any of them may be what killed the
 // child. Once the new child has answered something and stayed up for a quarter of a second,
-// they are sent one at a time, each alone in flight, the host's new requests waiting behind
-// them. A request that was alone in flight when a child died, twice, is answered with an
-// error that says it crashes the server, and never sent again; the others are answered as
-// usual.
+// they are sent one at a time, beside the host's new requests. A suspect that was the only
+// request in flight when a child died, or was in flight at two deaths, is a prime suspect:
+// it is sent alone, the host's new requests waiting until it is answered. A request that
+// was alone in flight when a child died, twice, is answered with an error that says it
+// crashes the server, and never sent again; the others are answered as usual.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -434,17 +438,12 @@ const poisonAfter = 2
 
 // restarted decides, for every request in flight on the child that died, replay or error.
 // The ones to replay are suspects: any of them may be what killed the child. They are sent
-// again one at a time, each alone in flight (host requests wait meanwhile), so that a
-// request that kills the child by itself is found, answered with an error that says so, and
-// never sent again, while the others are answered as usual.
+// again one at a time (see pump), so that a request that kills the child by itself is found,
+// answered with an error that says so, and never sent again, while the others are answered
+// as usual.
 func (p *proxy) restarted() {
 	p.suspectID = ""
-	inFlight := 0
-	for _, r := range p.pend {
-		if !r.internal && !r.listen && !r.waiting {
-			inFlight++
-		}
-	}
+	inFlight := p.hostInFlight()
 	var fresh []string
 	for id, r := range p.pend {
 		switch {
@@ -461,9 +460,13 @@ func (p *proxy) restarted() {
 		if r.listen { // a stream, never answered: re-opened at once, never a suspect
 			continue
 		}
-		if inFlight == 1 && p.answered { // a child that never answered may never have read it
-			r.alone++
+		if p.answered { // a child that never answered may never have read it
+			r.deaths++
+			if inFlight == 1 {
+				r.alone++
+			}
 		}
+		r.suspect = true
 		if r.alone >= poisonAfter {
 			p.log.Warn("a request killed the child each time it was the only one in flight; it is answered with an error and not sent again",
 				zap.String("method", r.method), zap.Int("deaths", r.alone))
@@ -496,22 +499,34 @@ func (p *proxy) poisonError(r *pending) []byte {
 	return jsonrpc.AppendError(nil, r.hostID, e)
 }
 
-// serial reports whether suspects are being replayed: host requests wait meanwhile.
-func (p *proxy) serial() bool { return p.suspectID != "" || len(p.suspects) > 0 }
-
-// pump sends the next suspect once the one in flight is answered, and when none is left,
-// what the host sent meanwhile.
+// pump sends the next suspect once the one in flight is answered, and what the host sent
+// meanwhile unless a prime suspect must be alone.
 func (p *proxy) pump() {
 	if p.child == nil || !p.ready || p.gaveUp {
 		return
 	}
+	p.nextSuspect()
+	if !p.holding() && len(p.queue) > 0 {
+		queue := p.queue
+		p.queue = nil
+		for _, f := range queue {
+			p.fromHost(f)
+		}
+	}
+}
+
+// nextSuspect sends the next suspect, if none is in flight and the child is fit to judge it.
+func (p *proxy) nextSuspect() {
 	if p.suspectID != "" {
 		if _, ok := p.pend[p.suspectID]; ok {
 			return
 		}
 		p.suspectID = "" // answered, cancelled or timed out
 	}
-	if len(p.suspects) > 0 && !p.answered {
+	if len(p.suspects) == 0 {
+		return
+	}
+	if !p.answered {
 		// A suspect is sent once the child has shown that it reads and answers: a child that
 		// dies before that says nothing about the suspect.
 		for _, r := range p.pend {
@@ -522,16 +537,17 @@ func (p *proxy) pump() {
 		p.internal("ping", nil) // an error answer (a 2026-07-28 child has no ping) shows it too
 		return
 	}
-	if len(p.suspects) > 0 {
-		// ... and has stayed up for settle: a child that dies soon after its start is likely
-		// dying of something else (its own start, or whatever killed its predecessor), and a
-		// suspect alone in flight then would be blamed for it.
-		if wait := settle - p.clock.Now().Sub(p.upAt); wait > 0 {
-			if p.settled == nil {
-				p.settled = p.clock.After(wait)
-			}
-			return
+	// ... and has stayed up for settle: a child that dies soon after its start is likely
+	// dying of something else (its own start, or whatever killed its predecessor), and a
+	// suspect alone in flight then would be blamed for it.
+	if wait := settle - p.clock.Now().Sub(p.upAt); wait > 0 {
+		if p.settled == nil {
+			p.settled = p.clock.After(wait)
 		}
+		return
+	}
+	if p.holding() && p.hostInFlight() > 0 {
+		return // a prime suspect goes alone: the host's requests in flight finish first
 	}
 	for len(p.suspects) > 0 {
 		id := p.suspects[0]
@@ -542,19 +558,42 @@ func (p *proxy) pump() {
 		}
 		delete(p.pend, id)
 		delete(p.byHost, string(r.hostID))
-		r.waiting = false
-		if id, ok := p.send(r); ok {
-			p.suspectID = id
+		r.waiting, r.unsent = false, false
+		sent, ok := p.send(r)
+		if ok && r.unsent { // the child is gone already: first in line for the next one
+			p.suspects = append([]string{sent}, p.suspects...)
+			return
+		}
+		if ok {
+			p.suspectID = sent
 			return
 		}
 	}
-	if len(p.queue) > 0 {
-		queue := p.queue
-		p.queue = nil
-		for _, f := range queue {
-			p.fromHost(f)
+}
+
+// holding reports whether the suspect in flight, or the next one, is a prime suspect: one
+// that was the only suspect in flight when a child died, or in flight at two deaths. It is
+// sent alone, the host's new requests waiting, so that a child's death while it is in flight
+// says it is the culprit. Other suspects go one at a time beside the host's new requests,
+// which keeps the server available while they are sorted out.
+func (p *proxy) holding() bool {
+	id := p.suspectID
+	if id == "" && len(p.suspects) > 0 {
+		id = p.suspects[0]
+	}
+	r := p.pend[id]
+	return r != nil && (r.alone > 0 || r.deaths >= 2)
+}
+
+// hostInFlight counts the host requests the child has now, streams apart.
+func (p *proxy) hostInFlight() int {
+	n := 0
+	for _, r := range p.pend {
+		if !r.internal && !r.listen && !r.waiting {
+			n++
 		}
 	}
+	return n
 }
 
 func (p *proxy) replayable(r *pending) bool {
@@ -576,14 +615,15 @@ func (p *proxy) replayable(r *pending) bool {
 func (p *proxy) replay() {
 	var again []*pending // collected first: send adds to p.pend, which must not grow while walked
 	for id, r := range p.pend {
-		if r.waiting && r.listen {
+		// Streams, and requests that never reached a child, go at once.
+		if r.waiting && (r.listen || r.unsent && !r.suspect) {
 			delete(p.pend, id)
 			delete(p.byHost, string(r.hostID))
 			again = append(again, r)
 		}
 	}
 	for _, r := range again {
-		r.waiting = false
+		r.waiting, r.unsent = false, false
 		p.send(r)
 	}
 	p.pump()
@@ -637,7 +677,7 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		return
 	}
-	if p.child == nil || !p.ready || p.serial() {
+	if p.child == nil || !p.ready || p.holding() {
 		if len(p.queue) >= p.opts.Queue {
 			p.toHost(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: -32000,
 				Message: "Server restarting: too many requests waiting; retry shortly",
@@ -713,6 +753,10 @@ func (p *proxy) send(r *pending) (string, bool) {
 			p.toHost(jsonrpc.AppendError(nil, r.hostID, p.busyError()))
 		}
 		return "", false
+	case errors.Is(err, ErrStdinClosed) || errors.Is(err, ErrExited):
+		// It never reached the child, which is gone or going: it goes to the next one, whatever
+		// the replay policy, as a request that waited for a child would.
+		r.waiting, r.unsent = true, true
 	case err != nil:
 		p.log.Warn("could not send to the child; it will be replayed or answered at restart", zap.Error(err))
 	}
