@@ -122,7 +122,7 @@ func startSession(ctx context.Context, rt *runtime.Server, p protocol, instance 
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		rt.ServeOutbound(ctx, in, out)
+		rt.ServeOutbound(runtime.WithSessionID(ctx, s.id), in, out)
 	}()
 	go func() {
 		defer done()

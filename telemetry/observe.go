@@ -44,8 +44,12 @@ func (o observer) Start(ctx context.Context, req *runtime.Request) (context.Cont
 		attrs = append(attrs, semconv.McpMethodNameKey.String(req.Method))
 		attrs, name = mcpTarget(req.Method, params, meta, attrs)
 	}
-	metricAttrs := attrs // the span's attributes but the request id: one series per id is too many
+	// The span's attributes but the request and session ids: one series per id is too many.
+	metricAttrs := attrs
 	attrs = append(attrs, semconv.JSONRPCRequestID(requestID(req.ID)))
+	if id, ok := runtime.SessionIDFrom(ctx); ok && o.p == MCP {
+		attrs = append(attrs, semconv.McpSessionIDKey.String(id))
+	}
 
 	if t.tracer != nil {
 		ctx = t.prop.Extract(ctx, carrier{meta: meta, ctx: ctx})

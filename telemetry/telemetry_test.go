@@ -401,3 +401,52 @@ func TestSpansThroughTheBridge(t *testing.T) {
 		t.Errorf("metrics received: %v, want mcp.client.operation.duration", r.metrics)
 	}
 }
+
+// TestSpansNameTheirHTTPSession: a request in an initialize-generation HTTP session carries
+// the session's Mcp-Session-Id as mcp.session.id.
+func TestSpansNameTheirHTTPSession(t *testing.T) {
+	r := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
+	if err != nil || tel == nil {
+		t.Fatalf("FromEnv: %v %v", tel, err)
+	}
+	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Text string }) (*mcp.CallToolResult, error) {
+		return mcp.TextResult(in.Text), nil
+	})
+	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop(), Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
+	srv := httptest.NewServer(h)
+	post := func(body, sid string) (string, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	sid, _ := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, "")
+	if sid == "" {
+		t.Fatal("initialize minted no session")
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+	if _, b := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"Text":"hi"}}}`, sid); !strings.Contains(b, "hi") {
+		t.Fatalf("tools/call in the session: %s", b)
+	}
+	srv.Close()
+	h.Close()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := attrs(r.span(t, "tools/call echo"))["mcp.session.id"]; got != sid {
+		t.Errorf("mcp.session.id = %q, want the session's %q", got, sid)
+	}
+}
