@@ -92,6 +92,28 @@ func newReceiver(t *testing.T) *receiver {
 	return r
 }
 
+// newTelemetry starts a receiver and telemetry that exports to it, from the OTEL_* variables.
+func newTelemetry(t *testing.T, service string) (*receiver, *telemetry.Telemetry) {
+	t.Helper()
+	r := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
+	tel, err := telemetry.FromEnv(context.Background(), service)
+	if err != nil || tel == nil {
+		t.Fatalf("FromEnv: %v %v", tel, err)
+	}
+	return r, tel
+}
+
+// buildEcho builds examples/echo for the test.
+func buildEcho(t *testing.T) string {
+	t.Helper()
+	bin := hosttest.Exe(filepath.Join(t.TempDir(), "echo"))
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/echo").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // span returns the received span with this name.
 func (r *receiver) span(t *testing.T, name string) *tracepb.Span {
 	t.Helper()
@@ -136,12 +158,7 @@ const (
 // per request over OTLP/HTTP, named and attributed by the MCP semantic conventions, in the
 // caller's trace (its _meta.traceparent), and the duration histogram.
 func TestSpansOfAServer(t *testing.T) {
-	r := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
-	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
-	if err != nil || tel == nil {
-		t.Fatalf("FromEnv: %v %v", tel, err)
-	}
+	r, tel := newTelemetry(t, "relay-test")
 	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Text string }) (*mcp.CallToolResult, error) {
 		return mcp.TextResult(in.Text), nil
@@ -232,10 +249,7 @@ func TestOffWithoutAnEndpoint(t *testing.T) {
 // arrive at the receiver, in the caller's trace, by the time it has exited on EOF.
 func TestSpansOfExamplesEcho(t *testing.T) {
 	r := newReceiver(t)
-	bin := hosttest.Exe(filepath.Join(t.TempDir(), "echo"))
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/echo").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildEcho(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
@@ -263,12 +277,7 @@ func TestSpansOfExamplesEcho(t *testing.T) {
 // context in the traceparent header only: its span follows the RPC conventions, is parented
 // on the header's span, and its duration is rpc.server.call.duration.
 func TestSpansOfAnRCPServerOverHTTP(t *testing.T) {
-	r := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
-	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
-	if err != nil || tel == nil {
-		t.Fatalf("FromEnv: %v %v", tel, err)
-	}
+	r, tel := newTelemetry(t, "relay-test")
 	s := rcp.NewServer(rcp.Implementation{Name: "t", Version: "1"}, &rcp.Options{Conformance: "L0"})
 	s.Advertise("retrieve", map[string]any{"maxK": 5, "modes": []string{"sparse"}})
 	s.Handle("retrieve", func(ctx context.Context, req *rcp.Request) (any, error) {
@@ -320,16 +329,8 @@ func TestSpansThroughTheBridge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts child processes")
 	}
-	r := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
-	bin := hosttest.Exe(filepath.Join(t.TempDir(), "echo"))
-	if out, err := exec.Command("go", "build", "-o", bin, "../examples/echo").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	tel, err := telemetry.FromEnv(context.Background(), "relay-bridge")
-	if err != nil || tel == nil {
-		t.Fatalf("FromEnv: %v %v", tel, err)
-	}
+	r, tel := newTelemetry(t, "relay-bridge")
+	bin := buildEcho(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, err := bridge.New(ctx, bridge.Options{Pool: 1, Telemetry: tel, Spec: supervise.Spec{
@@ -405,12 +406,7 @@ func TestSpansThroughTheBridge(t *testing.T) {
 // TestSpansNameTheirHTTPSession: a request in an initialize-generation HTTP session carries
 // the session's Mcp-Session-Id as mcp.session.id.
 func TestSpansNameTheirHTTPSession(t *testing.T) {
-	r := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.URL)
-	tel, err := telemetry.FromEnv(context.Background(), "relay-test")
-	if err != nil || tel == nil {
-		t.Fatalf("FromEnv: %v %v", tel, err)
-	}
+	r, tel := newTelemetry(t, "relay-test")
 	s := mcp.NewServer(mcp.Implementation{Name: "t", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Text string }) (*mcp.CallToolResult, error) {
 		return mcp.TextResult(in.Text), nil
