@@ -1059,3 +1059,49 @@ func tpGaveUpError(r hosttest.Reply) bool {
 	return r.Error != nil && r.Error.Code == -32603 && r.Error.Data["reason"] == "gave up" &&
 		strings.Contains(r.Error.Message, "stopped restarting")
 }
+
+// The same while the host keeps sending: the poison is still found (it goes alone once it
+// has been in flight at two deaths), and every other request, sent before or after it, is
+// answered with its result.
+func TestProxyPoisonRequestIsFoundUnderTraffic(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	tpLearn(t, h)
+	stop, done := make(chan struct{}), make(chan struct{})
+	type call struct {
+		text string
+		ch   <-chan hosttest.Reply
+	}
+	var calls []call
+	go func() { // the host's traffic, until the poison is answered
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			text := fmt.Sprintf("t%d", i)
+			_, ch := h.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 20, "text": text}})
+			calls = append(calls, call{text, ch})
+		}
+	}()
+	time.Sleep(50 * time.Millisecond) // traffic in flight when the poison comes
+	_, poison := h.Send("tools/call", map[string]any{"name": "crash"})
+	r, ok := h.Wait(poison, 30*time.Second)
+	close(stop)
+	<-done
+	deaths := tpCount(tpLog(t, logPath), "crash ")
+	if !ok || r.Error == nil || r.Error.Data["reason"] != "request crashes the server" {
+		t.Errorf("the poison request: %v (answered %v), want the error that says it crashes the server", r, ok)
+	}
+	for _, c := range calls {
+		if r, ok := h.Wait(c.ch, 30*time.Second); !ok || r.Text() != "slept 20" {
+			t.Errorf("call %s: %v (answered %v), want its result", c.text, r, ok)
+		}
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	t.Logf("the poison request was answered after %d child deaths, %d other calls all answered", deaths, len(calls))
+}
