@@ -77,8 +77,7 @@ type pending struct {
 	replayed  bool
 	waiting   bool // to be sent again: the child it was sent to died, or never took it
 	unsent    bool // the child it was sent to had closed its input: it never reached a child
-	suspect   bool // in flight at a crash: sent again one at a time
-	alone     int  // how many children died while it was the only host request they had
+	suspect   bool // in flight at two deaths: sent again one at a time, alone
 	deaths    int  // how many children died while it was in flight on them
 }
 
@@ -97,7 +96,7 @@ type proxy struct {
 	pend      map[string]*pending // child id → request
 	byHost    map[string]string   // host id → child id
 	queue     [][]byte            // host frames waiting for a child, or for the suspects
-	suspects  []string            // ids of requests in flight at a crash, replayed one at a time
+	suspects  []string            // ids of the suspects waiting to be sent again, one at a time
 	suspectID string              // the child id of the suspect in flight, alone
 	annotated map[string]bool     // tools safe to repeat, from the child's tools/list
 	calls     map[string][]byte   // our id for a child's request to the host → the child's id
@@ -133,13 +132,12 @@ type proxy struct {
 // answers the rest with an error that says the server restarted, replays a legacy initialize
 // with its setLevel and subscriptions, and re-opens subscription streams.
 //
-// The requests replayed after a crash are suspects: any of them may be what killed the
-// child. Once the new child has answered something and stayed up for a quarter of a second,
-// they are sent one at a time, beside the host's new requests. A suspect that was the only
-// request in flight when a child died, or was in flight at two deaths, is a prime suspect:
-// it is sent alone, the host's new requests waiting until it is answered. A request that
-// was alone in flight when a child died, twice, is answered with an error that says it
-// crashes the server, and never sent again; the others are answered as usual.
+// Requests replayed after a crash go again at once. Those in flight at a second death are
+// suspects: once the new child has answered something and stayed up for a quarter of a
+// second, they are sent one at a time, each alone in flight, the host's new requests waiting
+// meanwhile. A request that is alone in flight when a child dies, having been in flight at
+// an earlier death, is answered with an error that says it crashes the server, and never
+// sent again; the others are answered as usual.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -431,16 +429,12 @@ func (p *proxy) event(e Event) {
 // settle is how long a child must have been answering before suspects are sent to it.
 const settle = 250 * time.Millisecond
 
-// poisonAfter is how many children may die while a request is the only one they have in
-// flight before that request is judged to be what kills them: twice, so that one crash that
-// merely happened then (an OOM kill elsewhere, an operator) does not condemn it.
-const poisonAfter = 2
-
 // restarted decides, for every request in flight on the child that died, replay or error.
-// The ones to replay are suspects: any of them may be what killed the child. They are sent
-// again one at a time (see pump), so that a request that kills the child by itself is found,
-// answered with an error that says so, and never sent again, while the others are answered
-// as usual.
+// Requests to replay go again at once, unless they were in flight at an earlier death too:
+// those are suspects, sent one at a time, each alone in flight (see pump). A request that is
+// alone in flight when a child dies, having been in flight at an earlier death, is what kills
+// the children: it is answered with an error that says so, and never sent again. Deaths of
+// a child that never answered anything are not counted: it may never have read them.
 func (p *proxy) restarted() {
 	p.suspectID = ""
 	inFlight := p.hostInFlight()
@@ -457,31 +451,23 @@ func (p *proxy) restarted() {
 			continue
 		}
 		r.replayed, r.waiting = true, true
-		if r.listen { // a stream, never answered: re-opened at once, never a suspect
+		if r.listen || !p.answered { // a stream, never answered, is re-opened at once
 			continue
 		}
-		if p.answered { // a child that never answered may never have read it
-			r.deaths++
-			if inFlight == 1 {
-				r.alone++
-			}
-		}
-		r.suspect = true
-		if r.alone >= poisonAfter {
-			p.log.Warn("a request killed the child each time it was the only one in flight; it is answered with an error and not sent again",
-				zap.String("method", r.method), zap.Int("deaths", r.alone))
+		r.deaths++
+		if r.deaths >= 2 && inFlight == 1 {
+			p.log.Warn("a request was alone in flight when the child died, and in flight at an earlier death too; it is answered with an error and not sent again",
+				zap.String("method", r.method), zap.Int("deaths", r.deaths))
 			p.toHost(p.poisonError(r))
 			p.forget(id)
 			continue
 		}
-		fresh = append(fresh, id)
-	}
-	// The least suspect first, then in the order they were sent: innocent requests are
-	// answered before the likely culprit is tried again.
-	slices.SortFunc(fresh, func(a, b string) int {
-		if d := p.pend[a].alone - p.pend[b].alone; d != 0 {
-			return d
+		if r.deaths >= 2 { // not in p.suspects: it was in flight
+			r.suspect = true
+			fresh = append(fresh, id)
 		}
+	}
+	slices.SortFunc(fresh, func(a, b string) int { // in the order they were sent
 		if c := cmp.Compare(len(a), len(b)); c != 0 { // integer ids: shorter is smaller
 			return c
 		}
@@ -490,17 +476,17 @@ func (p *proxy) restarted() {
 	p.suspects = append(p.suspects, fresh...)
 }
 
-// poisonError answers a request that killed the child each time it was alone in flight.
+// poisonError answers a request that killed the children it was sent to.
 func (p *proxy) poisonError(r *pending) []byte {
 	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: "Internal error: the server crashed each time it was given this request alone (" + strconv.Itoa(r.alone) +
-			" times); it will not be sent again. Check the request, or the server's stderr for why it crashes",
-		Data: map[string]any{"reason": "request crashes the server", "crashes": r.alone, "retryable": false}}
+		Message: "Internal error: the server crashed each time it was given this request (" + strconv.Itoa(r.deaths) +
+			" times, the last with nothing else in flight); it will not be sent again. Check the request, or the server's stderr for why it crashes",
+		Data: map[string]any{"reason": "request crashes the server", "crashes": r.deaths, "retryable": false}}
 	return jsonrpc.AppendError(nil, r.hostID, e)
 }
 
 // pump sends the next suspect once the one in flight is answered, and what the host sent
-// meanwhile unless a prime suspect must be alone.
+// meanwhile unless a suspect must go alone.
 func (p *proxy) pump() {
 	if p.child == nil || !p.ready || p.gaveUp {
 		return
@@ -546,8 +532,8 @@ func (p *proxy) nextSuspect() {
 		}
 		return
 	}
-	if p.holding() && p.hostInFlight() > 0 {
-		return // a prime suspect goes alone: the host's requests in flight finish first
+	if p.hostInFlight() > 0 {
+		return // a suspect goes alone: the host's requests in flight finish first
 	}
 	for len(p.suspects) > 0 {
 		id := p.suspects[0]
@@ -571,18 +557,13 @@ func (p *proxy) nextSuspect() {
 	}
 }
 
-// holding reports whether the suspect in flight, or the next one, is a prime suspect: one
-// that was the only suspect in flight when a child died, or in flight at two deaths. It is
-// sent alone, the host's new requests waiting, so that a child's death while it is in flight
-// says it is the culprit. Other suspects go one at a time beside the host's new requests,
-// which keeps the server available while they are sorted out.
+// holding reports whether the host's new requests must wait: a suspect is in flight, or
+// is to be sent as soon as the requests in flight are answered.
 func (p *proxy) holding() bool {
-	id := p.suspectID
-	if id == "" && len(p.suspects) > 0 {
-		id = p.suspects[0]
+	if p.suspectID != "" {
+		return true
 	}
-	r := p.pend[id]
-	return r != nil && (r.alone > 0 || r.deaths >= 2)
+	return len(p.suspects) > 0 && p.answered && p.clock.Now().Sub(p.upAt) >= settle
 }
 
 // hostInFlight counts the host requests the child has now, streams apart.
@@ -615,8 +596,9 @@ func (p *proxy) replayable(r *pending) bool {
 func (p *proxy) replay() {
 	var again []*pending // collected first: send adds to p.pend, which must not grow while walked
 	for id, r := range p.pend {
-		// Streams, and requests that never reached a child, go at once.
-		if r.waiting && (r.listen || r.unsent && !r.suspect) {
+		// Everything but the suspects goes at once: streams, requests in flight at one death,
+		// requests that never reached a child.
+		if r.waiting && !r.suspect {
 			delete(p.pend, id)
 			delete(p.byHost, string(r.hostID))
 			again = append(again, r)
