@@ -111,13 +111,19 @@ func response(conn net.Conn, d time.Duration) (status int, header http.Header, b
 // inFlight reads the relay_http_in_flight gauge: the HTTP requests inside a handler.
 func inFlight(t *testing.T, ops *httpx.Ops) float64 {
 	t.Helper()
+	return gauge(t, ops, "relay_http_in_flight")
+}
+
+// gauge reads a gauge of ops, summed over its labels.
+func gauge(t *testing.T, ops *httpx.Ops, name string) float64 {
+	t.Helper()
 	mfs, err := ops.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := 0.0
 	for _, mf := range mfs {
-		if mf.GetName() == "relay_http_in_flight" {
+		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
 				sum += m.GetGauge().GetValue()
 			}

@@ -294,6 +294,27 @@ func TestB2_AReusedIDIsRefusedAndTheFirstPOSTStillEnds(t *testing.T) {
 	}
 }
 
+// TestB2_TheGETStreamIsCountedAmongOpenStreams: a session's GET stream counts in
+// relay_http_sse_streams while it is open, as the POST streams do.
+func TestB2_TheGETStreamIsCountedAmongOpenStreams(t *testing.T) {
+	ops := httpx.NewOps(nil)
+	f := newFixture(t, &httpx.MCPOptions{Ops: ops})
+	sid := f.initialize(t, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { // reads the stream until the test cancels it
+		defer close(done)
+		f.tryDo(f.request(ctx, http.MethodGet, nil, "Accept", "text/event-stream",
+			"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion))
+	}()
+	streams := func() float64 { return gauge(t, ops, "relay_http_sse_streams") }
+	waitFor(t, "the GET stream to be counted", func() bool { return streams() == 1 })
+	cancel()
+	<-done
+	waitFor(t, "the closed GET stream to be counted out", func() bool { return streams() == 0 })
+}
+
 // TestB2_SessionsAreBoundedLRU: with MaxSessions n, the n+1st initialize evicts the least
 // recently used idle session.
 func TestB2_SessionsAreBoundedLRU(t *testing.T) {

@@ -470,6 +470,8 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 	// An open GET stream does not make a session busy: otherwise clients holding streams
 	// could keep every session from eviction and lock new ones out.
 	sse := startSSE(w)
+	h.o.ops.stream(h.name, 1) // an open stream like a POST's, in the metrics
+	defer h.o.ops.stream(h.name, -1)
 	keepAlive := time.NewTicker(h.o.keepAlive)
 	defer keepAlive.Stop()
 	for {
