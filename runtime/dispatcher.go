@@ -466,13 +466,24 @@ func (d *dispatcher) handle(ctx context.Context, e *entry) (frame []byte, err er
 	return frame, err
 }
 
-// runObserved is runActor under the Server's Observer (WithObserver).
+// runObserved is runActor under the Server's Observer (WithObserver). A panic of the
+// observer's is the request's error, as a handler's is.
 //
 //go:noinline
 func (d *dispatcher) runObserved(ctx context.Context, e *entry) {
-	ctx, end := d.s.opts.observer.Start(ctx, &e.req)
-	frame, err := d.handle(ctx, e)
-	end(err)
+	var frame []byte
+	var end func(error)
+	err := actors.Recover(func() error {
+		var err error
+		ctx, end = d.s.opts.observer.Start(ctx, &e.req)
+		frame, err = d.handle(ctx, e)
+		return err
+	})
+	if end != nil {
+		if perr := actors.Recover(func() error { end(err); return nil }); perr != nil && err == nil {
+			frame, err = nil, perr
+		}
+	}
 	d.done(ctx, e, frame, err)
 }
 
