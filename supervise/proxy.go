@@ -135,9 +135,8 @@ type proxy struct {
 // Requests replayed after a crash go again at once. Those in flight at a second death are
 // suspects: once the new child has answered something and stayed up for a quarter of a
 // second, they are sent one at a time, each alone in flight, the host's new requests waiting
-// meanwhile. A request that is alone in flight when a child dies, having been in flight at
-// an earlier death, is answered with an error that says it crashes the server, and never
-// sent again; the others are answered as usual.
+// meanwhile. A suspect that is alone in flight when its child dies is answered with an error
+// that says it crashes the server, and never sent again; the others are answered as usual.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -431,10 +430,10 @@ const settle = 250 * time.Millisecond
 
 // restarted decides, for every request in flight on the child that died, replay or error.
 // Requests to replay go again at once, unless they were in flight at an earlier death too:
-// those are suspects, sent one at a time, each alone in flight (see pump). A request that is
-// alone in flight when a child dies, having been in flight at an earlier death, is what kills
-// the children: it is answered with an error that says so, and never sent again. Deaths of
-// a child that never answered anything are not counted: it may never have read them.
+// those are suspects, sent one at a time, each alone in flight to a child that has stayed
+// up (see pump). A suspect that is alone in flight when its child dies is what kills the
+// children: it is answered with an error that says so, and never sent again. Deaths of a
+// child that never answered anything are not counted: it may never have read them.
 func (p *proxy) restarted() {
 	p.suspectID = ""
 	inFlight := p.hostInFlight()
@@ -455,8 +454,8 @@ func (p *proxy) restarted() {
 			continue
 		}
 		r.deaths++
-		if r.deaths >= 2 && inFlight == 1 {
-			p.log.Warn("a request was alone in flight when the child died, and in flight at an earlier death too; it is answered with an error and not sent again",
+		if r.suspect && inFlight == 1 { // sent alone, to a child that had stayed up: it did this
+			p.log.Warn("a request was alone in flight when the child died, and in flight at earlier deaths too; it is answered with an error and not sent again",
 				zap.String("method", r.method), zap.Int("deaths", r.deaths))
 			p.toHost(p.poisonError(r))
 			p.forget(id)
