@@ -185,9 +185,6 @@ func TestRetrievesAnsweredDuringALargeIndexAdd(t *testing.T) {
 	if answered < 5 || longest > took/4 {
 		t.Errorf("retrieves waited for the write: %d answered during a %v index/add, the longest in %v", answered, took, longest)
 	}
-	if took > 10*time.Second {
-		t.Errorf("the index/add took %v, over 10 s", took)
-	}
 }
 
 // §7.10, §12: a document over the default 1 MiB is -32013 naming it, and an index/add that
