@@ -323,8 +323,13 @@ func (p *proxy) stopAll() {
 // stoppingError answers a request the proxy can no longer wait for: it is stopping.
 func (p *proxy) stoppingError(id jsonrpc.ID) []byte {
 	why := "the proxy is stopping (its host closed its input, or it was asked to end) and the server did not answer in time"
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why,
-		Data: map[string]any{"reason": "proxy stopping", "retryable": false}}
+	return p.unavailable(id, why, map[string]any{"reason": "proxy stopping", "retryable": false})
+}
+
+// unavailable is the answer to request id when the server cannot give one: an internal
+// error (RCP: -32010, backend unavailable) that says why, with data; id nil answers null.
+func (p *proxy) unavailable(id jsonrpc.ID, why string, data map[string]any) []byte {
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
 	if p.opts.RCP {
 		e.Code = -32010
 		e.Message = "Backend unavailable: " + why
@@ -1006,15 +1011,7 @@ func (p *proxy) restartError(id jsonrpc.ID) []byte {
 		why += "; it answered nothing, and its last lines on stderr are in this error's data"
 		data["stderr"] = p.lastTail
 	}
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
-	if p.opts.RCP {
-		e.Code = -32010
-		e.Message = "Backend unavailable: " + why
-	}
-	if id == nil {
-		id = jsonrpc.Null
-	}
-	return jsonrpc.AppendError(nil, id, e)
+	return p.unavailable(id, why, data)
 }
 
 // gaveUpError answers a request once the supervisor has given up: with why the command
@@ -1034,15 +1031,7 @@ func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
 			data["stderr"] = p.lastTail
 		}
 	}
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
-	if p.opts.RCP {
-		e.Code = -32010
-		e.Message = "Backend unavailable: " + why
-	}
-	if id == nil {
-		id = jsonrpc.Null
-	}
-	return jsonrpc.AppendError(nil, id, e)
+	return p.unavailable(id, why, data)
 }
 
 func (p *proxy) toHost(f []byte) { p.host <- f }

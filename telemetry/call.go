@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -27,23 +26,13 @@ func (t *Telemetry) StartCall(ctx context.Context, method string, params json.Ra
 	start := time.Now()
 	meta := jsonrpc.Field(params, "_meta")
 	attrs, name := mcpTarget(method, params, meta, []attribute.KeyValue{semconv.McpMethodNameKey.String(method)})
-	record := func(err error) {
-		if t.callDuration == nil {
-			return
-		}
-		a := attrs
-		if err != nil {
-			a = append(a[:len(a):len(a)], semconv.ErrorTypeKey.String(errorType(err)))
-		}
-		t.callDuration.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(a...))
-	}
 	if t.tracer == nil {
-		return ctx, params, record
+		return ctx, params, func(err error) { record(t.callDuration, start, attrs, err) }
 	}
 	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	carrier := map[string]string{}
-	t.prop.Inject(ctx, mapCarrier(carrier))
+	carrier := propagation.MapCarrier{}
+	t.prop.Inject(ctx, carrier)
 	if len(meta) == 0 || string(meta) == "null" {
 		meta = json.RawMessage(`{}`)
 	}
@@ -58,24 +47,7 @@ func (t *Telemetry) StartCall(ctx context.Context, method string, params json.Ra
 	}
 	params = jsonrpc.SetMember(params, "_meta", meta)
 	return ctx, params, func(err error) {
-		if err != nil {
-			span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
-		record(err)
+		endSpan(span, err)
+		record(t.callDuration, start, attrs, err)
 	}
-}
-
-// mapCarrier is a propagation.TextMapCarrier over a map.
-type mapCarrier map[string]string
-
-func (m mapCarrier) Get(k string) string { return m[k] }
-func (m mapCarrier) Set(k, v string)     { m[k] = v }
-func (m mapCarrier) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
 }

@@ -62,18 +62,14 @@ func (o observer) Start(ctx context.Context, req *runtime.Request) (context.Cont
 			Parent: "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(),
 			State:  sc.TraceState().String()})
 		return ctx, func(err error) {
-			if err != nil {
-				span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
-				if code, ok := jsonrpcCode(err); ok {
-					span.SetAttributes(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(code, 10)))
-				}
-				span.SetStatus(codes.Error, err.Error())
+			if code, ok := jsonrpcCode(err); ok {
+				span.SetAttributes(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(code, 10)))
 			}
-			span.End()
-			o.record(start, metricAttrs, err)
+			endSpan(span, err)
+			record(t.duration[o.p], start, metricAttrs, err)
 		}
 	}
-	return ctx, func(err error) { o.record(start, metricAttrs, err) }
+	return ctx, func(err error) { record(t.duration[o.p], start, metricAttrs, err) }
 }
 
 // mcpTarget adds what an MCP request is about (its tool, prompt or resource, and the
@@ -103,9 +99,17 @@ func mcpTarget(method string, params, meta json.RawMessage, attrs []attribute.Ke
 	return attrs, name
 }
 
-// record adds a request's duration to the protocol's histogram.
-func (o observer) record(start time.Time, attrs []attribute.KeyValue, err error) {
-	h := o.t.duration[o.p]
+// endSpan ends a request's span, with error.type and an error status when err is not nil.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// record adds a request's duration to h, if there is one, with error.type when err is not nil.
+func record(h metric.Float64Histogram, start time.Time, attrs []attribute.KeyValue, err error) {
 	if h == nil {
 		return
 	}

@@ -100,18 +100,18 @@ func FromEnv(ctx context.Context, service string) (*Telemetry, error) {
 		}
 		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
 		meter := t.mp.Meter(instrumentation)
-		for p, name := range [...]string{MCP: "mcp.server.operation.duration", RCP: "rpc.server.call.duration"} {
-			t.duration[p], err = meter.Float64Histogram(name,
-				metric.WithUnit("s"), metric.WithDescription("The duration of a request, from its handler's start to its end."),
+		histogram := func(name, description string) (metric.Float64Histogram, error) {
+			return meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(description),
 				metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
+		}
+		for p, name := range [...]string{MCP: "mcp.server.operation.duration", RCP: "rpc.server.call.duration"} {
+			t.duration[p], err = histogram(name, "The duration of a request, from its handler's start to its end.")
 			if err != nil {
 				t.Shutdown(ctx)
 				return nil, fmt.Errorf("telemetry: the duration histogram: %w", err)
 			}
 		}
-		t.callDuration, err = meter.Float64Histogram("mcp.client.operation.duration",
-			metric.WithUnit("s"), metric.WithDescription("The duration of a request passed on to a server, until its answer."),
-			metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300))
+		t.callDuration, err = histogram("mcp.client.operation.duration", "The duration of a request passed on to a server, until its answer.")
 		if err != nil {
 			t.Shutdown(ctx)
 			return nil, fmt.Errorf("telemetry: the client duration histogram: %w", err)

@@ -49,10 +49,7 @@ func peakRSS(pid int) (int64, bool) {
 // §8, §12: a filter nested 9,900 deep is -32602 naming the first node beyond the depth limit,
 // over both transports, and the server answers the next request as usual.
 func TestDeepFilterIsInvalidParams(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) transport{
-		"stdio": func(t *testing.T) transport { return startStdio(t) },
-		"http":  func(t *testing.T) transport { return startHTTP(t) },
-	} {
+	for name, start := range transports {
 		t.Run(name, func(t *testing.T) {
 			tr := start(t)
 			if _, code, _ := answer(t, tr.call(t, initializeQuiet)); code != 0 {
@@ -191,10 +188,7 @@ func TestRetrievesAnsweredDuringALargeIndexAdd(t *testing.T) {
 // would take the index past its 100,000 documents is -32016; neither stores anything, over
 // both transports.
 func TestIndexLimits(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) transport{
-		"stdio": func(t *testing.T) transport { return startStdio(t) },
-		"http":  func(t *testing.T) transport { return startHTTP(t) },
-	} {
+	for name, start := range transports {
 		t.Run(name, func(t *testing.T) {
 			tr := start(t)
 			if _, code, _ := answer(t, tr.call(t, initializeQuiet)); code != 0 {

@@ -177,11 +177,15 @@ func hits(t *testing.T, result map[string]json.RawMessage) []hit {
 
 const initialize = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"client":{"name":"test"},"capabilities":{"streaming":{},"log":{}},"_meta":{"logLevel":"debug"}}}`
 
+// transports starts the server each way a test runs it against: the binary over stdio, and
+// the HTTP binding.
+var transports = map[string]func(*testing.T) transport{
+	"stdio": func(t *testing.T) transport { return startStdio(t) },
+	"http":  func(t *testing.T) transport { return startHTTP(t) },
+}
+
 func TestRetrieval_L2(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) transport{
-		"stdio": func(t *testing.T) transport { return startStdio(t) },
-		"http":  func(t *testing.T) transport { return startHTTP(t) },
-	} {
+	for name, start := range transports {
 		t.Run(name, func(t *testing.T) { runL2(t, start(t)) })
 	}
 }
