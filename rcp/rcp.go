@@ -155,6 +155,7 @@ func (s *Server) profile(stateless bool) runtime.Profile {
 				Data:    map[string]any{"retryable": true, "retryAfterMs": retryAfter.Milliseconds()}}
 		},
 		InvalidParams: InvalidParams("params", "params must be a JSON object"),
+		Proxy:         &proxyRules,
 		NewSession: func(*runtime.Peer) runtime.Session {
 			ss := &session{s: s, stateless: stateless, logLevel: -1}
 			if stateless {

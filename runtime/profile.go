@@ -46,6 +46,10 @@ type Profile struct {
 	// NewSession returns the protocol state of one connection. The Peer lets the session
 	// send notifications that belong to no request (list changes, resource updates).
 	NewSession func(peer *Peer) Session
+
+	// Proxy, when not nil, is what a proxy that restarts servers of this protocol must know
+	// of it (package supervise reads it).
+	Proxy *ProxyRules
 }
 
 // Session is a protocol's state for one connection. The dispatcher calls its methods on its

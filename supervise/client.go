@@ -27,6 +27,7 @@ type Client struct {
 	proxied chan error
 	nextID  atomic.Int64
 	load    atomic.Int64
+	proto   *Protocol
 	log     *zap.Logger
 }
 
@@ -53,7 +54,7 @@ var ErrClientClosed = errors.New("supervise: the client is closed")
 func NewClient(ctx context.Context, sup *Supervisor, opts *ProxyOptions) *Client {
 	o := opts.withDefaults()
 	c := &Client{in: make(chan []byte, 64), mailbox: make(chan clientMsg), done: make(chan struct{}),
-		proxied: make(chan error, 1), log: o.Logger}
+		proxied: make(chan error, 1), proto: o.Protocol, log: o.Logger}
 	out := make(chan []byte, 256)
 	go func() { // the proxy's core; its output ends when it returns
 		err := serveFrames(ctx, sup, c.in, out, o)
@@ -97,8 +98,8 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	defer c.load.Add(-1)
 	id := "c" + strconv.FormatInt(c.nextID.Add(1), 10)
 	idJSON := jsonrpc.StringID(id)
-	if tok := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken"); tok != nil {
-		params = setMeta(params, "progressToken", json.RawMessage(idJSON)) // unique per call
+	if c.proto.progressToken(params) != nil {
+		params = setMeta(params, c.proto.rules.ProgressKey, json.RawMessage(idJSON)) // unique per call
 	}
 	call := &clientCall{reply: make(chan clientReply, 1), notify: notify}
 	if err := c.tell(clientMsg{id: string(idJSON), call: call}); err != nil {
@@ -113,8 +114,7 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 		return r.result, r.err, nil
 	case <-ctx.Done():
 		c.tell(clientMsg{id: string(idJSON)})
-		cancel, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller went away"})
-		c.send(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancel))
+		c.send(c.proto.cancelFrame(json.RawMessage(idJSON), "the caller went away"))
 		return nil, nil, ctx.Err()
 	case <-c.done:
 		return nil, nil, ErrClientClosed
@@ -197,9 +197,11 @@ func (c *Client) frame(f []byte, calls map[string]*clientCall) {
 		}
 		call.reply <- clientReply{result: m.Result}
 	case jsonrpc.KindNotification:
-		key := jsonrpc.Field(m.Params, "progressToken")
-		if key == nil {
-			key = jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), "io.modelcontextprotocol/subscriptionId")
+		var key []byte
+		if rules := &c.proto.rules; is(m.Method, rules.Progress) {
+			key = jsonrpc.Field(m.Params, rules.ProgressKey)
+		} else if rules.StreamKey != "" {
+			key = jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), rules.StreamKey)
 		}
 		call := calls[string(key)]
 		if key == nil && len(calls) == 1 {

@@ -91,6 +91,7 @@ type tcServer struct {
 	aborted int
 	held    [][]byte
 	logPath string
+	trace   bool // log "got METHOD" for every message received
 }
 
 func runTestChild(mode string) int {
@@ -122,6 +123,8 @@ func runTestChild(mode string) int {
 			grandchild = tcSpawn(val)
 		case "lines":
 			lines, _ = strconv.Atoi(val)
+		case "trace":
+			s.trace = true
 		}
 	}
 	s.log("start %d", os.Getpid())
@@ -246,6 +249,9 @@ func (s *tcServer) handle(line []byte) {
 	}
 	if m.Method == "" {
 		return // a response: this server asks nothing
+	}
+	if s.trace {
+		s.log("got %s", m.Method)
 	}
 	if m.ID == nil {
 		s.notification(m.Method, m.Params)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
 )
 
@@ -23,8 +24,9 @@ type Replay string
 
 // The replay policies.
 const (
-	// ReplaySafe re-sends methods that only read: lists, reads, gets, discover, ping,
-	// completions, and re-opens subscription streams.
+	// ReplaySafe re-sends the methods that only read (MCP: lists, reads, gets, discover,
+	// ping, completions; RCP/1: info, retrieve, rerank, embed...), and re-opens subscription
+	// streams: the protocol's runtime.ProxyRules.ReadOnly.
 	ReplaySafe Replay = "safe"
 	// ReplayAnnotated (the default) also re-sends tools/call of tools that the child itself
 	// annotated readOnlyHint or idempotentHint in its tools/list.
@@ -32,14 +34,6 @@ const (
 	// ReplayNone answers every request in flight with the restart error.
 	ReplayNone Replay = "none"
 )
-
-var safeMethods = map[string]bool{
-	"tools/list": true, "prompts/list": true, "prompts/get": true, "resources/list": true,
-	"resources/read": true, "resources/templates/list": true, "server/discover": true,
-	"completion/complete": true, "ping": true, "subscriptions/listen": true, "initialize": true,
-	// RCP/1
-	"info": true, "retrieve": true, "rerank": true, "embed": true,
-}
 
 // ProxyOptions tunes Proxy. The zero value is ready to use.
 type ProxyOptions struct {
@@ -59,9 +53,10 @@ type ProxyOptions struct {
 	// with an error that says the proxy is stopping, and the child is stopped. Proxy's
 	// clock is its Supervisor's (Spec.Clock).
 	Drain time.Duration
-	// RCP makes the restart error RCP's -32010 instead of MCP's -32603.
-	RCP    bool
-	Logger *zap.Logger
+	// Protocol is the protocol carried (default MCP, ProtocolOf(mcp.Rules())); for RCP/1,
+	// ProtocolOf(rcp.Rules()).
+	Protocol *Protocol
+	Logger   *zap.Logger
 }
 
 // pending is a host request the child owes an answer.
@@ -84,6 +79,7 @@ type pending struct {
 // proxy is the actor between a host and a supervised child.
 type proxy struct {
 	sup   *Supervisor
+	proto *Protocol
 	clock Clock
 	opts  ProxyOptions
 	log   *zap.Logger
@@ -102,10 +98,10 @@ type proxy struct {
 	calls     map[string][]byte   // our id for a child's request to the host → the child's id
 	nextCall  int64
 
-	initParams json.RawMessage // the host's legacy initialize, replayed on every new child
-	setLevel   json.RawMessage
+	initParams json.RawMessage            // the host's handshake, replayed on every new child
+	restate    map[string]json.RawMessage // the latest params of each method the protocol restates
 	subscribed map[string]bool
-	modernMeta json.RawMessage // _meta of the host's first 2026-07-28 request, for probes
+	modernMeta json.RawMessage // _meta of the host's first request that names its version, for probes
 	listParams json.RawMessage // params of the proxy's own tools/list, once the host's era is known
 	caps       json.RawMessage // the capabilities the child declared (initialize, server/discover)
 	ready      bool            // the child may take host requests (its initialize is done)
@@ -205,6 +201,9 @@ func (opts *ProxyOptions) withDefaults() ProxyOptions {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.Protocol == nil {
+		o.Protocol = mcpProtocol
+	}
 	return o
 }
 
@@ -219,9 +218,9 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 	supCtx, stopSup := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { supErr <- sup.Run(supCtx) }()
 
-	p := &proxy{sup: sup, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
+	p := &proxy{sup: sup, proto: o.Protocol, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
 		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
-		subscribed: map[string]bool{}}
+		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{}}
 	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
 	p.bad.Flush()
 	stopSup()
@@ -326,18 +325,10 @@ func (p *proxy) stoppingError(id jsonrpc.ID) []byte {
 	return p.unavailable(id, why, map[string]any{"reason": "proxy stopping", "retryable": false})
 }
 
-// unavailable is the answer to request id when the server cannot give one: an internal
-// error (RCP: -32010, backend unavailable) that says why, with data; id nil answers null.
+// unavailable is the answer to request id when the server cannot give one: the protocol's
+// error (MCP: internal error; RCP: -32010, backend unavailable) that says why, with data.
 func (p *proxy) unavailable(id jsonrpc.ID, why string, data map[string]any) []byte {
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
-	if p.opts.RCP {
-		e.Code = -32010
-		e.Message = "Backend unavailable: " + why
-	}
-	if id == nil {
-		id = jsonrpc.Null
-	}
-	return jsonrpc.AppendError(nil, id, e)
+	return p.proto.unavailable(id, why, data)
 }
 
 // result is Proxy's error once the supervisor is done.
@@ -374,7 +365,7 @@ func (p *proxy) event(e Event) {
 		p.calls = map[string][]byte{}
 		p.ready = p.initParams == nil
 		if p.initParams != nil {
-			p.internal("initialize", p.initParams)
+			p.internal(p.proto.rules.Handshake, p.initParams)
 		}
 		if p.ready {
 			p.learnChild()
@@ -482,11 +473,9 @@ func (p *proxy) restarted() {
 
 // poisonError answers a request that killed the children it was sent to.
 func (p *proxy) poisonError(r *pending) []byte {
-	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: "Internal error: the server crashed each time it was given this request (" + strconv.Itoa(r.deaths) +
-			" times, the last with nothing else in flight); it will not be sent again. Check the request, or the server's stderr for why it crashes",
-		Data: map[string]any{"reason": "request crashes the server", "crashes": r.deaths, "retryable": false}}
-	return jsonrpc.AppendError(nil, r.hostID, e)
+	return p.unavailable(r.hostID, "the server crashed each time it was given this request ("+strconv.Itoa(r.deaths)+
+		" times, the last with nothing else in flight); it will not be sent again. Check the request, or the server's stderr for why it crashes",
+		map[string]any{"reason": "request crashes the server", "crashes": r.deaths, "retryable": false})
 }
 
 // pump sends the next suspect once the one in flight is answered, and what the host sent
@@ -524,8 +513,11 @@ func (p *proxy) nextSuspect() {
 				return // its answer will come first
 			}
 		}
-		p.internal("ping", nil) // an error answer (a 2026-07-28 child has no ping) shows it too
-		return
+		if probe := p.proto.rules.Ping; probe != "" {
+			p.internal(probe, nil) // an error answer (a 2026-07-28 child has no ping) shows it too
+			return
+		}
+		p.answered, p.upAt = true, p.clock.Now() // nothing to ask it: trust it
 	}
 	// ... and has stayed up for settle: a child that dies soon after its start is likely
 	// dying of something else (its own start, or whatever killed its predecessor), and a
@@ -586,13 +578,11 @@ func (p *proxy) replayable(r *pending) bool {
 	case ReplayNone:
 		return false
 	case ReplayAnnotated:
-		if r.method == "tools/call" {
-			var name string
-			json.Unmarshal(jsonrpc.Field(r.params, "name"), &name)
-			return p.annotated[name]
+		if tool, ok := p.proto.isCall(r.method, r.params); ok {
+			return p.annotated[tool]
 		}
 	}
-	return safeMethods[r.method]
+	return p.proto.readOnly[r.method]
 }
 
 // replay re-opens the subscription streams on the new child, then sends the suspects one
@@ -650,14 +640,14 @@ func (p *proxy) fromHost(f []byte) {
 		p.child.Send(withID(f, childID))
 		return
 	case jsonrpc.KindNotification:
-		if m.Method == "notifications/cancelled" || m.Method == "notifications/cancel" {
+		if is(m.Method, p.proto.cancel) {
 			p.cancel(m)
 			return
 		}
 		if p.child != nil && p.ready {
 			p.child.Send(f)
-			if m.Method == "notifications/initialized" && p.initParams != nil {
-				p.listParams = json.RawMessage(`{}`) // the legacy handshake is done: list now
+			if is(m.Method, p.proto.rules.Handshaken) && p.initParams != nil {
+				p.listParams = json.RawMessage(`{}`) // the handshake is done: list now
 				p.learnChild()
 			}
 		}
@@ -665,9 +655,8 @@ func (p *proxy) fromHost(f []byte) {
 	}
 	if p.child == nil || !p.ready || p.holding() {
 		if len(p.queue) >= p.opts.Queue {
-			p.toHost(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: -32000,
-				Message: "Server restarting: too many requests waiting; retry shortly",
-				Data:    map[string]any{"retryable": true}}))
+			p.toHost(p.proto.busy(m.ID, "the server is restarting and too many requests are waiting; retry shortly",
+				map[string]any{"reason": "restart queue full", "retryable": true}))
 			return
 		}
 		p.queue = append(p.queue, f)
@@ -676,39 +665,38 @@ func (p *proxy) fromHost(f []byte) {
 	p.remember(m)
 	if p.listParams == nil && p.initParams == nil {
 		// The host's first request says its era: the proxy lists the child's tools itself
-		// (and, for 2026-07-28, discovers its capabilities), so that replay never depends on
-		// the host listing them.
+		// (and, for a stateless one, discovers its capabilities), so that replay never
+		// depends on the host listing them.
 		p.listParams = json.RawMessage(`{}`)
 		if p.modernMeta != nil {
 			p.listParams = jsonrpc.SetMember(p.listParams, "_meta", p.modernMeta)
 		}
 		p.learnChild()
 	}
-	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: m.Method == "subscriptions/listen"}
-	if tok := jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), "progressToken"); tok != nil {
-		r.hostToken = tok
-	}
+	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: is(m.Method, p.proto.rules.Listen),
+		hostToken: p.proto.progressToken(m.Params)}
 	p.send(r)
 }
 
-// remember keeps what a new child must be told again: the legacy handshake and its state.
+// remember keeps what a new child must be told again: the handshake and the state it set.
 func (p *proxy) remember(m jsonrpc.Message) {
-	switch m.Method {
-	case "initialize":
+	rules := &p.proto.rules
+	switch {
+	case is(m.Method, rules.Handshake):
 		p.initParams = m.Params
-	case "logging/setLevel":
-		p.setLevel = m.Params
-	case "resources/subscribe", "resources/unsubscribe":
-		var uri string
-		json.Unmarshal(jsonrpc.Field(m.Params, "uri"), &uri)
-		if m.Method == "resources/subscribe" {
-			p.subscribed[uri] = true
+	case p.proto.restate[m.Method]:
+		p.restate[m.Method] = m.Params
+	case is(m.Method, rules.Subscribe), is(m.Method, rules.Unsubscribe):
+		var key string
+		json.Unmarshal(jsonrpc.Field(m.Params, rules.SubscriptionKey), &key)
+		if m.Method == rules.Subscribe {
+			p.subscribed[key] = true
 		} else {
-			delete(p.subscribed, uri)
+			delete(p.subscribed, key)
 		}
 	}
-	if p.modernMeta == nil { // the first 2026-07-28 _meta serves the probes; no need to scan every request
-		if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, "io.modelcontextprotocol/protocolVersion") != nil {
+	if p.modernMeta == nil && rules.VersionKey != "" { // the first such _meta serves the probes; no need to scan every request
+		if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, rules.VersionKey) != nil {
 			p.modernMeta = meta
 		}
 	}
@@ -721,7 +709,7 @@ func (p *proxy) send(r *pending) (string, bool) {
 	id := jsonrpc.IntID(p.nextID)
 	params := r.params
 	if r.hostToken != nil {
-		params = setMeta(params, "progressToken", json.RawMessage(id))
+		params = setMeta(params, p.proto.rules.ProgressKey, json.RawMessage(id))
 	}
 	r.sent = p.clock.Now()
 	p.pend[string(id)] = r
@@ -736,7 +724,8 @@ func (p *proxy) send(r *pending) (string, bool) {
 		delete(p.pend, string(id))
 		if r.hostID != nil {
 			delete(p.byHost, string(r.hostID))
-			p.toHost(jsonrpc.AppendError(nil, r.hostID, p.busyError()))
+			p.toHost(p.proto.busy(r.hostID, "the server is not reading its input; retry later",
+				map[string]any{"reason": "backlog full", "retryable": true}))
 		}
 		return "", false
 	case errors.Is(err, ErrStdinClosed) || errors.Is(err, ErrExited):
@@ -749,17 +738,6 @@ func (p *proxy) send(r *pending) (string, bool) {
 	return string(id), true
 }
 
-// busyError answers a request the child could not take: it is not reading its input.
-func (p *proxy) busyError() *jsonrpc.Error {
-	e := &jsonrpc.Error{Code: -32000, Message: "Server busy: the server is not reading its input; retry later",
-		Data: map[string]any{"reason": "backlog full", "retryable": true}}
-	if p.opts.RCP {
-		e.Code = -32010
-		e.Message = "Backend unavailable: the server is not reading its input; retry later"
-	}
-	return e
-}
-
 // internal sends a request of the proxy's own, whose answer is swallowed.
 func (p *proxy) internal(method string, params json.RawMessage) string {
 	p.nextID++
@@ -770,16 +748,13 @@ func (p *proxy) internal(method string, params json.RawMessage) string {
 }
 
 func (p *proxy) cancel(m jsonrpc.Message) {
-	key := "requestId"
-	if m.Method == "notifications/cancel" {
-		key = "id"
-	}
+	key := p.proto.rules.CancelKey
 	hostID := jsonrpc.Field(m.Params, key)
 	childID, ok := p.byHost[string(hostID)]
 	if !ok {
 		return
 	}
-	if !p.opts.RCP { // MCP: nothing more is said about a cancelled request
+	if !p.proto.answered { // MCP: nothing more is said about a cancelled request
 		p.forget(childID)
 	}
 	if p.child != nil {
@@ -831,104 +806,114 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		p.internalAnswer(r, m)
 		return
 	}
+	rules := &p.proto.rules
 	switch {
 	case m.Result == nil:
-	case r.method == "tools/list":
+	case is(r.method, rules.ListTools):
 		p.learn(m.Result)
-	case r.method == "initialize" || r.method == "server/discover":
-		p.caps = jsonrpc.Field(m.Result, "capabilities")
+	case is(r.method, rules.Handshake), is(r.method, rules.Discover):
+		p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 	}
 	p.toHost(withID(f, r.hostID))
 }
 
-// internalAnswer completes the proxy's own requests: a replayed initialize is followed by
-// notifications/initialized, setLevel and the subscriptions, then the queued requests.
+// internalAnswer completes the proxy's own requests: a replayed handshake is followed by its
+// notification, the restated state and the subscriptions, then the queued requests.
 func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
-	switch r.method {
-	case "initialize":
+	rules := &p.proto.rules
+	switch {
+	case is(r.method, rules.Handshake):
 		if p.child == nil {
 			return
 		}
 		if m.Result != nil {
-			p.caps = jsonrpc.Field(m.Result, "capabilities")
+			p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 		}
-		p.child.Send(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
-		if p.setLevel != nil {
-			p.internal("logging/setLevel", p.setLevel)
+		if rules.Handshaken != "" {
+			p.child.Send(jsonrpc.AppendNotification(nil, rules.Handshaken, nil))
 		}
-		for uri := range p.subscribed {
-			params, _ := json.Marshal(map[string]string{"uri": uri})
-			p.internal("resources/subscribe", params)
+		for _, method := range rules.Restate { // in the protocol's order
+			if params, ok := p.restate[method]; ok {
+				p.internal(method, params)
+			}
 		}
-		p.internal("tools/list", json.RawMessage(`{}`))
+		for key := range p.subscribed {
+			params, _ := json.Marshal(map[string]string{rules.SubscriptionKey: key})
+			p.internal(rules.Subscribe, params)
+		}
+		if rules.ListTools != "" {
+			p.internal(rules.ListTools, json.RawMessage(`{}`))
+		}
 		p.ready = true
 		p.replay()
 		// The new child may offer other tools, prompts or resources than the old one: said
 		// for the lists it declared (MCP 2025-11-25, Server Features › Tools, Prompts,
 		// Resources › List Changed Notification).
-		for _, l := range lists {
+		for _, l := range rules.Lists {
 			if p.declared(l) {
-				p.toHost(jsonrpc.AppendNotification(nil, "notifications/"+l+"/list_changed", nil))
+				p.toHost(jsonrpc.AppendNotification(nil, l.Changed, nil))
 			}
 		}
-	case "server/discover":
+	case is(r.method, rules.Discover):
 		if m.Result != nil {
-			p.caps = jsonrpc.Field(m.Result, "capabilities")
+			p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 		}
-	case "tools/list":
+	case is(r.method, rules.ListTools):
 		if m.Result == nil {
 			return
 		}
-		p.learn(m.Result)
-		var next string // a long list comes in pages: the proxy reads them all
-		json.Unmarshal(jsonrpc.Field(m.Result, "nextCursor"), &next)
-		if next != "" && p.child != nil {
+		// A long list comes in pages: the proxy reads them all.
+		if next := p.learn(m.Result); next != "" && p.child != nil {
 			cursor, _ := json.Marshal(next)
-			p.internal("tools/list", jsonrpc.SetMember(r.params, "cursor", cursor))
+			p.internal(rules.ListTools, jsonrpc.SetMember(r.params, rules.ListCursor, cursor))
 		}
 	}
 }
 
-// lists are the lists whose changes a child may announce.
-var lists = [...]string{"tools", "prompts", "resources"}
-
 // declared reports whether the child declared the capability of a list.
-func (p *proxy) declared(list string) bool { return jsonrpc.Field(p.caps, list) != nil }
+func (p *proxy) declared(l runtime.ListRule) bool { return jsonrpc.Field(p.caps, l.Capability) != nil }
 
-// learnChild lists the child's tools, and discovers a 2026-07-28 child's capabilities, with
+// learnChild lists the child's tools, and discovers a stateless child's capabilities, with
 // requests of the proxy's own, once the host's era is known.
 func (p *proxy) learnChild() {
+	rules := &p.proto.rules
 	if p.child == nil || !p.ready || p.listParams == nil {
 		return
 	}
-	if p.modernMeta != nil {
-		p.internal("server/discover", jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
+	if p.modernMeta != nil && rules.Discover != "" {
+		p.internal(rules.Discover, jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
 	}
-	p.internal("tools/list", p.listParams)
+	if rules.ListTools != "" {
+		p.internal(rules.ListTools, p.listParams)
+	}
 }
 
-// learn records which tools the child annotated as safe to repeat.
-func (p *proxy) learn(result json.RawMessage) {
-	var r struct {
-		Tools []struct {
-			Name        string
-			Annotations struct{ ReadOnlyHint, IdempotentHint bool }
-		}
+// learn records which tools the child said are safe to repeat, from one page of its list,
+// and returns the next page's cursor.
+func (p *proxy) learn(result json.RawMessage) string {
+	if p.proto.rules.ReadTools == nil {
+		return ""
 	}
-	json.Unmarshal(result, &r)
-	for _, t := range r.Tools {
-		p.annotated[t.Name] = t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
+	repeatable, next := p.proto.rules.ReadTools(result)
+	for name, ok := range repeatable {
+		p.annotated[name] = ok
 	}
+	return next
 }
 
 func (p *proxy) notification(m jsonrpc.Message, f []byte) {
-	if m.Method == "notifications/tools/list_changed" {
+	rules := &p.proto.rules
+	if is(m.Method, rules.ToolsChanged) {
 		p.learnChild() // the annotations may have changed too
 	}
 	meta := jsonrpc.Field(m.Params, "_meta")
+	var stream json.RawMessage
+	if rules.StreamKey != "" {
+		stream = jsonrpc.Field(meta, rules.StreamKey)
+	}
 	switch {
-	case m.Method == "notifications/progress":
-		tok := jsonrpc.Field(m.Params, "progressToken")
+	case is(m.Method, rules.Progress):
+		tok := jsonrpc.Field(m.Params, rules.ProgressKey)
 		r, ok := p.pend[string(tok)]
 		if !ok || r.hostToken == nil {
 			return
@@ -939,28 +924,27 @@ func (p *proxy) notification(m jsonrpc.Message, f []byte) {
 			return // a replayed request's progress reaches the host only past what it saw
 		}
 		r.seen = max(r.seen, progress)
-		p.toHost(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, "progressToken", r.hostToken)))
-	case jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId") != nil:
-		sub := jsonrpc.Field(meta, "io.modelcontextprotocol/subscriptionId")
-		r, ok := p.pend[string(sub)]
+		p.toHost(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, rules.ProgressKey, r.hostToken)))
+	case stream != nil:
+		r, ok := p.pend[string(stream)]
 		if !ok {
 			return
 		}
-		if m.Method == "notifications/subscriptions/acknowledged" && r.replayed {
+		if is(m.Method, rules.Acknowledged) && r.replayed {
 			// The stream was re-opened on a new child: swallow the second acknowledgement, and
 			// tell the host the lists may differ.
 			// Only for the lists the child declared, and that the host's filter asked for (MCP
 			// 2026-07-28, Basic › Patterns › Subscriptions).
-			filter := jsonrpc.Field(r.params, "notifications")
-			for _, l := range lists {
-				if p.declared(l) && string(jsonrpc.Field(filter, l+"ListChanged")) == "true" {
-					p.toHost(jsonrpc.AppendNotification(nil, "notifications/"+l+"/list_changed",
-						setMeta(nil, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+			filter := jsonrpc.Field(r.params, rules.ListFilter)
+			for _, l := range rules.Lists {
+				if p.declared(l) && string(jsonrpc.Field(filter, l.Filter)) == "true" {
+					p.toHost(jsonrpc.AppendNotification(nil, l.Changed,
+						setMeta(nil, rules.StreamKey, json.RawMessage(r.hostID))))
 				}
 			}
 			return
 		}
-		p.toHost(jsonrpc.AppendNotification(nil, m.Method, setMeta(m.Params, "io.modelcontextprotocol/subscriptionId", json.RawMessage(r.hostID))))
+		p.toHost(jsonrpc.AppendNotification(nil, m.Method, setMeta(m.Params, rules.StreamKey, json.RawMessage(r.hostID))))
 	default:
 		p.toHost(f)
 	}
@@ -976,12 +960,10 @@ func (p *proxy) timers() {
 			}
 			p.forget(id)
 			if p.child != nil {
-				params, _ := json.Marshal(map[string]any{"requestId": json.RawMessage(id), "reason": "timed out in the supervisor"})
-				p.child.Send(jsonrpc.AppendNotification(nil, "notifications/cancelled", params))
+				p.child.Send(p.proto.cancelFrame(json.RawMessage(id), "timed out in the supervisor"))
 			}
-			p.toHost(jsonrpc.AppendError(nil, r.hostID, &jsonrpc.Error{Code: -32000,
-				Message: "Request timed out in the supervisor after " + p.opts.Timeout.String(),
-				Data:    map[string]any{"retryable": true}}))
+			p.toHost(p.proto.busy(r.hostID, "the request timed out in the supervisor after "+p.opts.Timeout.String(),
+				map[string]any{"reason": "timed out", "retryable": true}))
 		}
 	}
 	if p.opts.ProbeAfter <= 0 || p.child == nil || !p.ready || len(p.pend) == 0 {
@@ -992,10 +974,11 @@ func (p *proxy) timers() {
 		p.probeID = ""
 		p.sup.Restart("the child did not answer a liveness probe")
 	case p.probeID == "" && now.Sub(p.lastHeard) >= p.opts.ProbeAfter:
-		if p.modernMeta != nil {
-			p.probeID = p.internal("server/discover", jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
-		} else {
-			p.probeID = p.internal("ping", nil)
+		switch rules := &p.proto.rules; {
+		case p.modernMeta != nil && rules.Discover != "":
+			p.probeID = p.internal(rules.Discover, jsonrpc.SetMember(json.RawMessage(`{}`), "_meta", p.modernMeta))
+		case rules.Ping != "":
+			p.probeID = p.internal(rules.Ping, nil)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/rcp"
 	"github.com/relayrt/relay/stdio"
 	"github.com/relayrt/relay/supervise"
 )
@@ -53,7 +55,7 @@ func addChildFlags(fs *flag.FlagSet) *childFlags {
 		timeout:    fs.Duration("timeout", 0, "per-request timeout; the child is sent notifications/cancelled (0: none)"),
 		stopWait:   fs.Duration("stop-wait", 2*time.Second, "how long to wait after closing the child's stdin, and again after SIGTERM"),
 		drain:      fs.Duration("drain", 5*time.Second, "at EOF or SIGTERM, how long the requests in flight have to be answered before the child is stopped"),
-		rcp:        fs.Bool("rcp", false, "the child speaks RCP/1 (restart errors are -32010)"),
+		rcp:        fs.Bool("rcp", false, "the child speaks RCP/1 (its rules for replay, cancels and errors: -32010 when it cannot answer)"),
 		verbose:    fs.Bool("v", false, "log the child's lifecycle at info level (default: warnings)"),
 		quietChild: fs.Bool("quiet-child", false, "drop the child's stderr (default: each line is passed on to relay's stderr, prefixed with the child's name)"),
 	}
@@ -109,8 +111,12 @@ func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOpt
 		childErr = io.Discard
 	}
 	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log, Stderr: childErr}
+	proto := supervise.ProtocolOf(mcp.Rules())
+	if *f.rcp {
+		proto = supervise.ProtocolOf(rcp.Rules())
+	}
 	return spec, supervise.ProxyOptions{Replay: supervise.Replay(*f.replay), ProbeAfter: *f.probe,
-		Timeout: *f.timeout, Drain: *f.drain, RCP: *f.rcp, Logger: log}, log, nil
+		Timeout: *f.timeout, Drain: *f.drain, Protocol: proto, Logger: log}, log, nil
 }
 
 func runSupervise(args []string) int {

@@ -1,0 +1,94 @@
+package supervise
+
+import (
+	"encoding/json"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+)
+
+// Protocol is what a proxy knows of the protocol it carries, read from the protocol's
+// runtime.Profile: the methods safe to send again, the handshake and state to replay on a
+// new child, how to probe one, how requests and streams are named in notifications, the
+// cancel, and the errors for a request the child cannot answer. The proxy itself knows no
+// method name.
+type Protocol struct {
+	rules    runtime.ProxyRules
+	readOnly map[string]bool
+	restate  map[string]bool
+	// cancel is the notification that cancels a request; answered reports whether the
+	// protocol still owes a cancelled request its answer (RCP/1) or says nothing more (MCP).
+	cancel   string
+	answered bool
+}
+
+// ProtocolOf reads a protocol's rules for a proxy from its profile: mcp.Rules() or
+// rcp.Rules(), or a profile of your own whose Proxy field says what to replay. A profile
+// without Proxy gives a proxy that maps ids and replays nothing.
+func ProtocolOf(p runtime.Profile) *Protocol {
+	pr := &Protocol{cancel: p.CancelMethod, answered: p.Cancelled != nil,
+		readOnly: map[string]bool{}, restate: map[string]bool{}}
+	if p.Proxy != nil {
+		pr.rules = *p.Proxy
+	}
+	for _, m := range pr.rules.ReadOnly {
+		pr.readOnly[m] = true
+	}
+	for _, m := range pr.rules.Restate {
+		pr.restate[m] = true
+	}
+	if pr.rules.Unavailable == nil {
+		pr.rules.Unavailable = func(why string, data map[string]any) *jsonrpc.Error {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + why, Data: data}
+		}
+	}
+	if pr.rules.Busy == nil {
+		pr.rules.Busy = pr.rules.Unavailable
+	}
+	return pr
+}
+
+// mcpProtocol is the default: MCP, both generations.
+var mcpProtocol = ProtocolOf(mcp.Rules())
+
+// unavailable is the answer to request id when the child cannot give one; id nil answers
+// null.
+func (pr *Protocol) unavailable(id jsonrpc.ID, why string, data map[string]any) []byte {
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	return jsonrpc.AppendError(nil, id, pr.rules.Unavailable(why, data))
+}
+
+// busy is the answer to request id when the child cannot take it now.
+func (pr *Protocol) busy(id jsonrpc.ID, why string, data map[string]any) []byte {
+	return jsonrpc.AppendError(nil, id, pr.rules.Busy(why, data))
+}
+
+// isCall reports whether a request calls a tool, and which.
+func (pr *Protocol) isCall(method string, params json.RawMessage) (string, bool) {
+	if method == "" || method != pr.rules.CallTool {
+		return "", false
+	}
+	var name string
+	json.Unmarshal(jsonrpc.Field(params, pr.rules.ToolName), &name)
+	return name, true
+}
+
+// progressToken is the progress token a request carries in its params' _meta, if any.
+func (pr *Protocol) progressToken(params json.RawMessage) json.RawMessage {
+	if pr.rules.ProgressKey == "" {
+		return nil
+	}
+	return jsonrpc.Field(jsonrpc.Field(params, "_meta"), pr.rules.ProgressKey)
+}
+
+// cancelFrame is the notification that cancels the request id, with a reason.
+func (pr *Protocol) cancelFrame(id json.RawMessage, reason string) []byte {
+	params, _ := json.Marshal(map[string]any{pr.rules.CancelKey: id, "reason": reason})
+	return jsonrpc.AppendNotification(nil, pr.cancel, params)
+}
+
+// is reports whether method is the protocol's named one; an unnamed one is never matched.
+func is(method, named string) bool { return named != "" && method == named }
