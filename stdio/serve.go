@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	goruntime "runtime"
 	"sync"
 	"syscall"
 
@@ -59,7 +58,7 @@ func Serve(ctx context.Context, srv *runtime.Server, r io.Reader, w io.Writer, o
 	var g actors.Group
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g.Add(func(ctx context.Context) error { return readLoop(ctx, NewReader(r, o.maxFrame), r, in, o.logger) })
+	g.Add(func(ctx context.Context) error { return readLoop(ctx, r, o.maxFrame, in, o.logger) })
 	g.Add(func(ctx context.Context) error { return srv.Serve(ctx, in, out) })
 	g.Add(func(context.Context) error {
 		return writeLoop(w, out, o.logger, func(error) { cancel() }, runtime.ReleaseFrame)
@@ -71,40 +70,21 @@ func Serve(ctx context.Context, srv *runtime.Server, r io.Reader, w io.Writer, o
 	return err
 }
 
-// readLoop is the reader actor: it owns r, turns its bytes into frames for the dispatcher,
-// and closes in at the end of input.
-func readLoop(ctx context.Context, fr *Reader, r io.Reader, in chan<- runtime.Inbound, log *zap.Logger) error {
-	if c, ok := r.(io.Closer); ok {
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
-	}
-	for {
-		line, err := fr.Next()
-		var msg runtime.Inbound
-		var tl *TooLargeError
-		switch {
-		case err == nil:
-			msg.Frame = append([]byte(nil), line...)
-		case errors.As(err, &tl):
-			msg.TooLarge = tl.Limit
-		case errors.Is(err, io.EOF) || ctx.Err() != nil:
-			return waitEnd(ctx, in)
-		default:
-			log.Error("cannot read the protocol input; treating it as its end", zap.Error(err))
-			return waitEnd(ctx, in)
-		}
+// readLoop is a connection's reader actor: ReadFrames into the dispatcher's input, which it
+// closes at the end of input.
+func readLoop(ctx context.Context, r io.Reader, maxFrame int, in chan<- runtime.Inbound, log *zap.Logger) error {
+	err := ReadFrames(ctx, r, maxFrame, func(msg runtime.Inbound) bool {
 		select {
 		case in <- msg:
+			return true
 		case <-ctx.Done():
-			return waitEnd(ctx, in)
+			return false
 		}
-		if fr.Drained() {
-			// The next Next reads, and at a quiet moment that read finds nothing and parks:
-			// let the dispatcher, just woken on this P, run first instead of after that
-			// syscall. A lone request's round trip is a few µs shorter for it.
-			goruntime.Gosched()
-		}
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("cannot read the protocol input; treating it as its end", zap.Error(err))
 	}
+	return waitEnd(ctx, in)
 }
 
 // waitEnd closes in, telling the dispatcher that input has ended, and returns only when the

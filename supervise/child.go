@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/internal/ratelog"
+	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
 )
 
@@ -281,48 +282,42 @@ func (c *Child) Stop(ctx context.Context) Exit {
 	return c.exit
 }
 
-// readStdout is the reader actor of the child's stdout. It ends at the end of stdout; once
-// the child has been reaped it waits at most StopWait for each frame to be taken, so that a
-// Child whose frames nobody reads cannot keep it running.
+// readStdout is the reader actor of the child's stdout (stdio.ReadFrames). It ends at the
+// end of stdout; once the child has been reaped it waits at most StopWait for each frame to
+// be taken, so that a Child whose frames nobody reads cannot keep it running.
 func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 	defer r.Close()
 	defer close(c.frames)
 	defer c.warn.Flush()
-	fr := stdio.NewReader(r, maxFrame)
 	dropped := 0
 	defer func() {
 		if dropped > 0 {
 			c.log.Warn("dropped frames of the child's stdout that nothing read after it exited", zap.Int("frames", dropped))
 		}
 	}()
-	for {
-		line, err := fr.Next()
-		var tl *stdio.TooLargeError
-		switch {
-		case errors.As(err, &tl):
-			c.warn.Warn("discarded a line of the child's stdout over the size limit", nil, zap.Int("limit", tl.Limit))
-			continue
-		case err != nil:
-			return
+	stdio.ReadFrames(context.Background(), r, maxFrame, func(msg runtime.Inbound) bool {
+		if msg.TooLarge > 0 {
+			c.warn.Warn("discarded a line of the child's stdout over the size limit", nil, zap.Int("limit", msg.TooLarge))
+			return true
 		}
-		f := append([]byte(nil), line...)
 		select {
-		case c.frames <- f:
-			continue
+		case c.frames <- msg.Frame:
+			return true
 		case <-c.done:
 		}
 		if dropped > 0 { // nothing read the last one within StopWait: nothing reads
 			dropped++
-			continue
+			return true
 		}
 		t := time.NewTimer(c.wait)
+		defer t.Stop()
 		select {
-		case c.frames <- f:
+		case c.frames <- msg.Frame:
 		case <-t.C:
 			dropped++
 		}
-		t.Stop()
-	}
+		return true
+	})
 }
 
 // drainStderr passes the child's stderr on line by line (to Stderr, or the log); it never

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -21,14 +22,21 @@ type Protocol struct {
 	// protocol still owes a cancelled request its answer (RCP/1) or says nothing more (MCP).
 	cancel   string
 	answered bool
+	tooLarge func(limit int) *jsonrpc.Error // answers a host line over the size limit
 }
 
 // ProtocolOf reads a protocol's rules for a proxy from its profile: mcp.Rules() or
 // rcp.Rules(), or a profile of your own whose Proxy field says what to replay. A profile
 // without Proxy gives a proxy that maps ids and replays nothing.
 func ProtocolOf(p runtime.Profile) *Protocol {
-	pr := &Protocol{cancel: p.CancelMethod, answered: p.Cancelled != nil,
+	pr := &Protocol{cancel: p.CancelMethod, answered: p.Cancelled != nil, tooLarge: p.FrameTooLarge,
 		readOnly: map[string]bool{}, restate: map[string]bool{}}
+	if pr.tooLarge == nil {
+		pr.tooLarge = func(limit int) *jsonrpc.Error {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("Invalid request: the message is longer than %d bytes; send a smaller one", limit)}
+		}
+	}
 	if p.Proxy != nil {
 		pr.rules = *p.Proxy
 	}

@@ -3,11 +3,14 @@
 package supervise
 
 import (
+	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/relayrt/relay/rcp"
+	"github.com/relayrt/relay/stdio"
 )
 
 // The proxy follows the protocol it is given, not MCP's method names: for RCP/1
@@ -42,5 +45,24 @@ func TestProxyFollowsRCPRules(t *testing.T) {
 		if n := log[mcpOnly]; n != 0 {
 			t.Errorf("the children got %q %d times from an RCP proxy, want never", mcpOnly, n)
 		}
+	}
+}
+
+// A line of the host's over the size limit is answered with the protocol's error and id null
+// (the reader dropped it, id and all: JSON-RPC 2.0 §5), and the next request is served as if
+// nothing had happened: nothing the host sends goes unanswered.
+func TestProxyAnswersAHostLineOverTheLimit(t *testing.T) {
+	h := tpStart(t, tpSpec(t, "echo", ""), nil)
+	huge := append([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`), bytes.Repeat([]byte("x"), stdio.DefaultMaxFrame)...)
+	h.Write(append(huge, `"}}`...))
+	if r := h.Tool("echo", map[string]any{"text": "after"}); r.Text() != "after" {
+		t.Fatalf("the request after the long line = %v", r)
+	}
+	stray := h.Stray()
+	if len(stray) != 1 || !strings.Contains(stray[0], `"id":null`) || !strings.Contains(stray[0], `"code":-32600`) {
+		t.Fatalf("answers to no request = %q, want one -32600 with id null", stray)
+	}
+	if err := h.stop(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
 	}
 }

@@ -122,7 +122,8 @@ type proxy struct {
 	probeID    string
 }
 
-// Proxy serves a host over hostIn and hostOut (stdio framing) with the children that sup
+// Proxy serves a host over hostIn and hostOut (stdio framing: Relay's reader and writer
+// actors) with the children that sup
 // runs, as a transparent MCP (or RCP/1) proxy that survives crashes: it owns the id space
 // towards the child and maps every id back, replays what is safe to repeat on a new child,
 // answers the rest with an error that says the server restarted, replays a legacy initialize
@@ -149,25 +150,25 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	defer stopReading()
 
 	hostFrames := make(chan []byte, 64)
-	go func() { // the host reader actor; it ends at EOF or when the proxy closes its input
+	read := make(chan struct{})
+	go func() { // the host reader actor; it ends at EOF, or when Proxy returns and closes hostIn
+		defer close(read)
 		defer close(hostFrames)
-		r := stdio.NewReader(hostIn, 0)
-		for {
-			line, err := r.Next()
-			var tl *stdio.TooLargeError
-			if errors.As(err, &tl) {
-				continue
-			}
-			if err != nil {
-				return
-			}
+		err := stdio.ReadFrames(readCtx, hostIn, 0, func(msg runtime.Inbound) bool {
 			select {
-			case hostFrames <- append([]byte(nil), line...):
+			case hostFrames <- msg.Frame: // nil for a line over the limit
+				return true
 			case <-readCtx.Done():
-				return
+				return false
 			}
+		})
+		if err != nil && readCtx.Err() == nil {
+			o.Logger.Error("cannot read the host's input; treating it as its end", zap.Error(err))
 		}
 	}()
+	if _, ok := hostIn.(io.Closer); ok { // closed when reading stops: the reader ends, and is waited for
+		defer func() { <-read }()
+	}
 	toHost := make(chan []byte, 256)
 	wrote := make(chan struct{})
 	go func() { // the host writer actor: the only owner of hostOut
@@ -177,6 +178,7 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	err := serveFrames(ctx, sup, hostFrames, toHost, o)
 	close(toHost)
 	<-wrote
+	stopReading()
 	return err
 }
 
@@ -209,8 +211,10 @@ func (opts *ProxyOptions) withDefaults() ProxyOptions {
 
 // serveFrames is the proxy's core, on frames: it takes the host's frames from hostFrames
 // (closed: the host's input has ended) and sends the frames for the host on toHost, which
-// its caller owns and closes after it returns. Proxy puts Relay's stdio reader and writer
-// around it; Client feeds it directly.
+// its caller owns and closes after it returns. A nil frame stands for a line of the host's
+// that was over stdio.DefaultMaxFrame and discarded: it is answered with the protocol's
+// error. Proxy puts Relay's stdio reader and writer actors around it; Client feeds it
+// directly.
 func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte, toHost chan<- []byte, o ProxyOptions) error {
 	supErr := make(chan error, 1)
 	// The supervisor ends when the proxy says, not with ctx: the requests in flight are
@@ -241,10 +245,13 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 	for {
 		select {
 		case f, ok := <-hostFrames:
-			if !ok { // EOF from the host: finish what it asked, within Drain, then stop the child
+			switch {
+			case !ok: // EOF from the host: finish what it asked, within Drain, then stop the child
 				hostFrames = nil
 				p.hostDone = true
-			} else {
+			case f == nil: // a line the reader discarded: its id is unknown
+				p.toHost(jsonrpc.AppendError(nil, jsonrpc.Null, p.proto.tooLarge(stdio.DefaultMaxFrame)))
+			default:
 				p.fromHost(f)
 			}
 		case f, ok := <-p.childOut:

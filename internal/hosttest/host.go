@@ -223,3 +223,11 @@ func (h *Host) CheckAnswers() {
 		h.t.Errorf("%s answered no request: %s", h.name, s)
 	}
 }
+
+// Stray returns the answers that named no request of the host's (an answer with id null,
+// say), in order.
+func (h *Host) Stray() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.stray...)
+}
