@@ -2,11 +2,22 @@
 // children. It is httpx's MCP handler over a profile that forwards instead of serving: every
 // Origin check, auth hook, limit and metric of httpx applies unchanged.
 //
-// Routing: a 2026-07-28 request goes to the least-loaded child that is up. An
-// initialize-generation session is pinned, at its initialize, to the least-loaded child, and
-// every request of the session goes there for the session's life (when that child crashes,
-// its supervisor restarts it in place, replaying the initialize it was given). The client's
-// initialize is answered by the bridge from what the children declared.
+// Routing: a 2026-07-28 request goes to the least-loaded child of the pool that is up.
+//
+// An initialize-generation session, when the children speak only that generation, gets a
+// child process of its own (MCP 2025-11-25, Transports › Session Management: a session's
+// state and notifications are its own): a warm spare, spawned ahead and initialized only now,
+// with the client's own initialize, so that the child sees the client's capabilities and
+// answers the handshake itself. Everything the child says reaches that session alone: its
+// log messages, resource updates and list changes on the client's streams, its sampling,
+// elicitation and roots requests on the stream of a request in flight. The session's end
+// (DELETE, idle timeout, eviction) stops its child with the supervisor's stop sequence;
+// Options.MaxSessions bounds them.
+//
+// An initialize-generation session on 2026-07-28 children is pinned, at its initialize, to
+// the least-loaded child of the pool (the children are stateless: the session's log level
+// and capabilities go in each request's _meta), and its initialize is answered by the
+// bridge from what the children declared.
 //
 // Eras, and what each combination does:
 //
@@ -18,13 +29,12 @@
 //   - modern client, legacy child: the bridge initializes every child itself once (replayed
 //     on restart by the supervisor's proxy), answers server/discover from that, strips _meta
 //     on the way in and adds resultType and serverInfo on the way out;
-//   - legacy client, legacy child: forwarded over the bridge's own initialized connection;
-//     the client's initialize is answered from the child's.
+//   - legacy client, legacy child: the session's own child, initialized by the client.
 //
 // A modern client's subscriptions/listen is held open on a child (the proxy and this package
 // put the client's listen id back on every notification). Not yet: subscriptions of
-// initialize-generation clients (answered, not delivered), listening on legacy children, and
-// server-to-client requests from a legacy child.
+// initialize-generation clients on 2026-07-28 children (answered, not delivered), listening
+// on legacy children, and server-to-client requests from a legacy child of the pool.
 package bridge
 
 import (
@@ -47,8 +57,16 @@ import (
 
 // Options configures a Bridge.
 type Options struct {
-	// Pool is the number of children (default 1).
+	// Pool is the number of children shared by every 2026-07-28 request (default 1).
 	Pool int
+	// MaxSessions bounds the initialize-generation sessions that have a child of their own
+	// (children that speak only that generation; default 100): one more is refused with an
+	// error that says so. An embedding program bounds its HTTP sessions (httpx's MaxSessions)
+	// the same, so that a session evicted to make room hands its child back.
+	MaxSessions int
+	// Spares is how many such children are kept spawned and waiting, so that a new session
+	// does not wait for a spawn (0: none; each session spawns its own).
+	Spares int
 	// Spec is the children's supervision; its Command is the server to run.
 	Spec supervise.Spec
 	// Proxy tunes each child's proxy (replay policy, probes, timeouts).
@@ -67,8 +85,9 @@ type Bridge struct {
 	pins    []atomic.Int64 // legacy sessions pinned to each child
 	log     *zap.Logger
 	tel     *telemetry.Telemetry
-	legacy  bool            // the children speak only the initialize generation
-	init    json.RawMessage // the children's initialize result (legacy), or discover result
+	legacy  bool             // the children speak only the initialize generation
+	own     *sessionChildren // the children of legacy sessions, when legacy
+	init    json.RawMessage  // the children's initialize result (legacy), or discover result
 	caps    json.RawMessage
 	info    json.RawMessage
 	stop    context.CancelFunc
@@ -85,6 +104,9 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 100
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
@@ -122,6 +144,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	b.caps = jsonrpc.Field(b.init, "capabilities")
 	b.info = jsonrpc.Field(b.init, "serverInfo")
 	b.learnTools(probe, json.RawMessage(`{}`))
+	b.own = newSessionChildren(ctx, opts)
 	return b, nil
 }
 
@@ -140,10 +163,14 @@ func nameOf(c supervise.Command) string {
 	return c.Path
 }
 
-// Close stops every child with the full stop sequence.
+// Close stops every child with the full stop sequence: the pool, the spares and every
+// session's own, and waits until all have stopped.
 func (b *Bridge) Close() error {
 	var errs []error
 	b.once.Do(func() {
+		if b.own != nil {
+			b.own.close()
+		}
 		results := make(chan error, len(b.clients))
 		for _, c := range b.clients { // all at once: each stop may wait out its child
 			go func() { results <- c.Close() }()
@@ -235,6 +262,6 @@ func (b *Bridge) pin() (*supervise.Client, int) {
 // Profile returns the forwarding MCP profile, for httpx.NewMCPProfileHandler.
 func (b *Bridge) Profile() runtime.Profile {
 	p := mcp.NewServer(mcp.Implementation{Name: "relay-bridge"}, nil).Profile() // MCP's rules
-	p.NewSession = func(*runtime.Peer) runtime.Session { return &session{b: b, logLevel: ""} }
+	p.NewSession = func(peer *runtime.Peer) runtime.Session { return &session{b: b, peer: peer} }
 	return p
 }

@@ -32,12 +32,16 @@ func init() {
 
 // runLegacyChild serves newline-delimited JSON-RPC on stdin and stdout the way a server of
 // the initialize generation does: server/discover is an unknown method (-32601), nothing but
-// initialize and ping is served before initialize, and it has one tool, echo.
+// initialize and ping is served before initialize, and it has four tools: echo; whoami (its
+// pid); seen (the params of the initialize it was given, and every method it was sent, in
+// order); and sleep (ms milliseconds, in which it answers nothing else).
 func runLegacyChild() int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 16<<20)
 	out := bufio.NewWriter(os.Stdout)
 	initialized := false
+	var initParams json.RawMessage
+	var methods []string
 	for in.Scan() {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
@@ -47,6 +51,7 @@ func runLegacyChild() int {
 		if err := json.Unmarshal(in.Bytes(), &msg); err != nil || msg.Method == "" {
 			continue // a response, or garbage: nothing to answer
 		}
+		methods = append(methods, msg.Method)
 		if msg.ID == nil {
 			continue // notifications/initialized and the like
 		}
@@ -63,6 +68,9 @@ func runLegacyChild() int {
 				version = p.ProtocolVersion
 			}
 			initialized = true
+			if initParams == nil {
+				initParams = msg.Params
+			}
 			result = map[string]any{
 				"protocolVersion": version,
 				"capabilities":    map[string]any{"tools": map[string]any{}},
@@ -85,11 +93,23 @@ func runLegacyChild() int {
 				Name      string `json:"name"`
 				Arguments struct {
 					Text string `json:"text"`
+					MS   int    `json:"ms"`
 				} `json:"arguments"`
 				Meta map[string]json.RawMessage `json:"_meta"`
 			}
 			json.Unmarshal(msg.Params, &p)
+			text := func(s string) map[string]any {
+				return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+			}
 			switch {
+			case p.Name == "whoami":
+				result = text(fmt.Sprint(os.Getpid()))
+			case p.Name == "seen":
+				seen, _ := json.Marshal(map[string]any{"initialize": initParams, "methods": methods})
+				result = text(string(seen))
+			case p.Name == "sleep":
+				time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
+				result = text("slept")
 			case p.Name != "echo":
 				rpcErr = map[string]any{"code": -32602, "message": "unknown tool " + p.Name}
 			case p.Meta["io.modelcontextprotocol/protocolVersion"] != nil:
@@ -166,7 +186,7 @@ func TestLegacyClientThroughTheBridgeToALegacyChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startRelay(t, []string{"--pool", "2"}, child)
-	waitChildren(t, r.pid(), 2, 10*time.Second)
+	waitChildren(t, r.pid(), 3, 10*time.Second) // the pool's two, and a spare
 
 	status, session, msg := legacyPost(t, r, "", "",
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"legacy-test","version":"1"}}}`)
@@ -196,7 +216,7 @@ func TestLegacyClientThroughTheBridgeToALegacyChild(t *testing.T) {
 		t.Fatalf("tools/list: HTTP %d, %s; want the child's one tool, echo", status, fmtMsg(msg))
 	}
 
-	// Several calls, so that both children (each initialized by the bridge) answer some.
+	// Several calls, all answered by the session's own child.
 	for i := range 6 {
 		text := fmt.Sprintf("hello %d", i)
 		status, _, msg = legacyPost(t, r, session, version, fmt.Sprintf(

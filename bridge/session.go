@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -15,21 +16,38 @@ import (
 // session is one HTTP connection's (or legacy session's) view of the bridge.
 type session struct {
 	b          *Bridge
+	peer       *runtime.Peer
 	legacy     bool // the client opened with initialize
 	clientCaps json.RawMessage
 	logLevel   string
-	pinned     *supervise.Client // a legacy session's child, chosen at initialize, for its life
+	pinned     *supervise.Client // a legacy session's child of the pool, chosen at initialize, for its life
 	pinIndex   int
+	own        *childSlot // a legacy session's own child, when the children are legacy too
 }
 
-// Close releases the session's pin; the runtime calls it when the session ends.
+// Close releases the session's pin, or stops its own child; the runtime calls it when the
+// session ends.
 func (s *session) Close() {
 	if s.pinned != nil {
 		s.b.pins[s.pinIndex].Add(-1)
 	}
+	if s.own != nil {
+		if c := s.own.close(); c != nil {
+			s.b.own.release(c)
+		}
+	}
 }
 
-func (s *session) Notification(method string, params json.RawMessage) {}
+// Notification passes the client's notifications (initialized, roots list changed, …) on to
+// the session's own child; the others concern nobody.
+func (s *session) Notification(method string, params json.RawMessage) {
+	if s.own == nil {
+		return
+	}
+	if c := s.own.get(); c != nil {
+		c.notify(method, params)
+	}
+}
 
 func (s *session) Route(req *runtime.Request) runtime.Route {
 	meta := jsonrpc.Field(req.Params, "_meta")
@@ -42,6 +60,10 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 		return runtime.Route{Handler: s.listen}
 	case modern:
 		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
+	case req.Method == "initialize" && s.b.own != nil && s.own == nil:
+		return s.claim(req)
+	case s.own != nil:
+		return runtime.Route{Handler: s.forwardOwn()}
 	case req.Method == "initialize":
 		return s.initialize(req)
 	case !s.legacy && req.Method != "ping":
@@ -58,6 +80,68 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 		return runtime.Route{Result: json.RawMessage(`{}`)} // not yet delivered through the bridge
 	}
 	return runtime.Route{Handler: s.forward(false, !s.b.legacy)}
+}
+
+// claim gives a legacy session on legacy children its own child and initializes it with the
+// client's initialize: the child answers the handshake, from what the client declared.
+func (s *session) claim(req *runtime.Request) runtime.Route {
+	s.legacy = true
+	slot := newChildSlot()
+	s.own = slot
+	peer := s.peer
+	return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+		c, err := s.b.own.claim(ctx)
+		if err == nil {
+			err = c.attach(peer)
+		}
+		if err != nil {
+			if c != nil {
+				s.b.own.release(c)
+			}
+			slot.fill(nil, err)
+			return nil, err
+		}
+		if !slot.fill(c, nil) { // the session ended meanwhile
+			s.b.own.release(c)
+			return nil, errChildGone
+		}
+		return s.forwardOwn()(ctx, rt)
+	}}
+}
+
+// forwardOwn returns the handler that sends a request of a legacy session to its own child,
+// as it is: only the progress token is the child's own, and put back.
+func (s *session) forwardOwn() runtime.Handler {
+	slot := s.own
+	return func(ctx context.Context, rt *runtime.Request) (any, error) {
+		c, err := slot.wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		params := rt.Params
+		if params == nil {
+			params = json.RawMessage(`{}`)
+		}
+		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
+		notify := func(method string, p json.RawMessage) {
+			if token != nil && method == "notifications/progress" {
+				p = jsonrpc.SetMember(p, "progressToken", token) // the client's own token
+			}
+			rt.Notify(method, p)
+		}
+		callCtx, callParams, end := s.b.tel.StartCall(ctx, rt.Method, params)
+		res, rpcErr, err := c.call(callCtx, rt, rt.Method, callParams, notify)
+		switch {
+		case err != nil:
+			end(err)
+			return nil, err
+		case rpcErr != nil:
+			end(rpcErr)
+			return nil, rpcErr
+		}
+		end(nil)
+		return res, nil
+	}
 }
 
 // initialize answers a legacy client from what the children declared.
@@ -242,4 +326,70 @@ func keepOnly(meta json.RawMessage, key string) json.RawMessage {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// childSlot is a legacy session's own child: set by the handler of its initialize, once
+// claimed; read by the session's other requests and its notifications.
+type childSlot struct {
+	ready  chan struct{} // closed once filled
+	mu     sync.Mutex
+	c      *sessionChild
+	err    error
+	filled bool
+	closed bool
+}
+
+func newChildSlot() *childSlot { return &childSlot{ready: make(chan struct{})} }
+
+// fill sets the child, or why there is none; false when the session has ended meanwhile (the
+// caller hands the child back).
+func (s *childSlot) fill(c *sessionChild, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.filled {
+		return false
+	}
+	s.filled = true
+	if s.closed {
+		close(s.ready)
+		return false
+	}
+	s.c, s.err = c, err
+	close(s.ready)
+	return true
+}
+
+// get returns the child if it is there now.
+func (s *childSlot) get() *sessionChild {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// wait returns the child once the session's initialize has claimed it.
+func (s *childSlot) wait(ctx context.Context) (*sessionChild, error) {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.c != nil:
+		return s.c, nil
+	case s.err != nil:
+		return nil, s.err
+	}
+	return nil, errChildGone
+}
+
+// close empties the slot at the session's end and returns the child to hand back, if any.
+func (s *childSlot) close() *sessionChild {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	c := s.c
+	s.c = nil
+	return c
 }

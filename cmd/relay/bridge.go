@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -23,9 +24,13 @@ import (
 
 const bridgeUsage = `Usage: relay bridge [flags] -- CMD [ARGS...]
 
-Serves CMD, a stdio MCP server, over Streamable HTTP (endpoint /mcp) from a pool of
-supervised children: 2026-07-28 requests go to the least-loaded child, initialize-generation
-clients are served too, requests safe to repeat survive a child's crash, and everything an
+Serves CMD, a stdio MCP server, over Streamable HTTP (endpoint /mcp) from supervised
+children: 2026-07-28 requests go to the least-loaded child of a shared pool (--pool), and
+initialize-generation clients are served too. When CMD speaks only the initialize
+generation, each such HTTP session gets a child process of its own, initialized with the
+client's own initialize: a warm spare (--spares) when one is left, so that the session does
+not wait for a spawn; at most --max-sessions of them; a session's end (DELETE, --session-idle,
+eviction) stops its child. Requests safe to repeat survive a child's crash, and everything an
 HTTP server of Relay's has (Origin and Host checks, limits, /metrics, /healthz, /readyz,
 graceful shutdown on SIGTERM) applies. The supervise flags below tune the children.
 The standard OTEL_* variables turn on OpenTelemetry: a server span per request, a client
@@ -38,7 +43,10 @@ func runBridge(args []string) int {
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), bridgeUsage); fs.PrintDefaults() }
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve HTTP on (loopback unless you choose otherwise)")
-	pool := fs.Int("pool", runtime.NumCPU(), "number of children")
+	pool := fs.Int("pool", runtime.NumCPU(), "number of children shared by 2026-07-28 requests (stateless)")
+	maxSessions := fs.Int("max-sessions", 100, "initialize-generation sessions at most; with a CMD of that generation, each has a child of its own. A new one takes the place of the one idle longest, or is refused (503) when all are busy")
+	spares := fs.Int("spares", 1, "children of the initialize generation kept spawned, not yet initialized, for the next sessions")
+	sessionIdle := fs.Duration("session-idle", 10*time.Minute, "an initialize-generation session unused this long ends, and its child is stopped")
 	origins := fs.String("allow-origin", "", "a browser origin to allow besides loopback ones")
 	flags := addChildFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -64,14 +72,20 @@ func runBridge(args []string) int {
 		return 2
 	}
 	defer tel.Shutdown(context.Background())
-	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel})
+	if *maxSessions < 1 || *spares < 0 || *sessionIdle <= 0 {
+		fmt.Fprintln(os.Stderr, "relay bridge: --max-sessions must be at least 1, --spares at least 0, --session-idle positive")
+		return 2
+	}
+	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
+		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 1
 	}
 	defer b.Close()
 	ops := httpx.NewOps(nil)
-	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)}}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)},
+		MaxSessions: *maxSessions, SessionIdle: *sessionIdle}
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}

@@ -29,13 +29,19 @@ import (
 // if relay reported a data race or a panic.
 func startBridge(t *testing.T, pool int, child ...string) string {
 	t.Helper()
+	return startBridgeFlags(t, []string{"--pool", strconv.Itoa(pool)}, child...)
+}
+
+// startBridgeFlags is startBridge with relay bridge's flags given.
+func startBridgeFlags(t *testing.T, flags []string, child ...string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := append([]string{"bridge", "--listen", addr, "--pool", strconv.Itoa(pool), "--"}, child...)
+	args := append(append(append([]string{"bridge", "--listen", addr}, flags...), "--"), child...)
 	cmd := exec.Command(relayBin, args...)
 	cmd.Dir = repoRoot()
 	// A binary built with -race sleeps a second on exit, and the children stop one by one.

@@ -1,0 +1,312 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
+	"github.com/relayrt/relay/supervise"
+)
+
+// sessionChild is the child process of one initialize-generation HTTP session (a child that
+// speaks only that generation): the supervisor's proxy core (supervise.ServeFrames: replay,
+// poison detection, the client's initialize replayed on a restart, the stop sequence) with an
+// actor in front that, unlike supervise.Client, hands the session everything the child says:
+//
+//   - a response goes to the call that waits for it;
+//   - progress goes to the call whose token it names; a log message while exactly one call is
+//     in flight goes to that call (its POST stream), as does nothing else;
+//   - every other notification (resource updates, list changes, log messages between calls)
+//     goes to the session's Peer, the client's GET stream: the child is the session's alone,
+//     so all it says is the session's (MCP 2025-11-25, Transports › Session Management);
+//   - a request of the child's to its client (sampling, elicitation, roots) is asked of the
+//     client on the stream of a call in flight, and the answer goes back to the child; with no
+//     call in flight there is no stream to ask on, and the child is answered with an error.
+//
+// It is spawned ahead as a spare, and initialized only when a session claims it, with that
+// client's own initialize: the client's capabilities are what the child sees.
+type sessionChild struct {
+	name    string
+	in      chan []byte  // frames to the proxy core; closed by close
+	inMu    sync.RWMutex // held to send on in, and taken alone to close it
+	inShut  bool
+	mailbox chan childMsg
+	done    chan struct{}  // the actor has stopped: the core has returned
+	proxied chan error     // the core's result, once
+	asks    sync.WaitGroup // the asks of the client, and notifications waiting for room
+	nextID  atomic.Int64
+	log     *zap.Logger
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// childMsg is a message to a sessionChild's actor: a call to register (or, call nil, to
+// forget), or the session's Peer to hand notifications to.
+type childMsg struct {
+	id     string
+	call   *childCall
+	peer   *runtime.Peer
+	answer chan struct{}
+}
+
+type childCall struct {
+	ctx    context.Context  // the call's; ended when it returns, which ends its asks
+	rt     *runtime.Request // the HTTP request it serves: its stream carries the child's asks
+	reply  chan childReply  // buffered: the actor never waits on it
+	notify func(method string, params json.RawMessage)
+}
+
+type childReply struct {
+	result json.RawMessage
+	err    *jsonrpc.Error
+}
+
+// errChildGone answers what a session's child can no longer take: it was stopped (the session
+// ended) or its supervisor gave up.
+var errChildGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the session's server is gone; initialize again",
+	Data: map[string]any{"retryable": false}}
+
+// startSessionChild spawns a child behind the proxy core under ctx (the bridge's).
+func startSessionChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger) *sessionChild {
+	spec.Command.Name = name
+	c := &sessionChild{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
+		proxied: make(chan error, 1), log: log.With(zap.String("child", name))}
+	opts.Logger = c.log
+	out := make(chan []byte, 256)
+	sup := supervise.New(spec)
+	go func() { // the core; its output ends when it returns
+		err := supervise.ServeFrames(ctx, sup, c.in, out, &opts)
+		close(out)
+		c.proxied <- err
+	}()
+	go c.route(out)
+	return c
+}
+
+// attach makes peer the receiver of what the child says outside calls.
+func (c *sessionChild) attach(peer *runtime.Peer) error { return c.tell(childMsg{peer: peer}) }
+
+func (c *sessionChild) tell(m childMsg) error {
+	m.answer = make(chan struct{})
+	select {
+	case c.mailbox <- m:
+		<-m.answer
+		return nil
+	case <-c.done:
+		return errChildGone
+	}
+}
+
+// send hands a frame to the core, waiting for room; it fails once the child is closed or gone.
+func (c *sessionChild) send(frame []byte) error {
+	c.inMu.RLock()
+	defer c.inMu.RUnlock()
+	if c.inShut {
+		return errChildGone
+	}
+	select {
+	case c.in <- frame:
+		return nil
+	case <-c.done:
+		return errChildGone
+	}
+}
+
+// trySend hands a frame to the core if there is room at once.
+func (c *sessionChild) trySend(frame []byte) bool {
+	c.inMu.RLock()
+	defer c.inMu.RUnlock()
+	if c.inShut {
+		return false
+	}
+	select {
+	case c.in <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+// notify passes a notification of the client's on to the child without waiting: it is called
+// on the session's dispatcher, which must never block. When the core's input is full (it is
+// itself waiting for the session to take the child's output), the send goes on in a goroutine
+// of the child's, which close waits for.
+func (c *sessionChild) notify(method string, params json.RawMessage) {
+	frame := jsonrpc.AppendNotification(nil, method, params)
+	c.inMu.RLock()
+	defer c.inMu.RUnlock()
+	if c.inShut {
+		return
+	}
+	select {
+	case c.in <- frame:
+	default: // Go before close's Wait: close takes inMu alone first
+		c.asks.Go(func() { c.send(frame) })
+	}
+}
+
+// call sends a request to the child and waits for its answer, as supervise.Client.Call does;
+// rt, when not nil, is the HTTP request the call serves, on whose stream the child's own
+// requests are asked of the client while the call is in flight.
+func (c *sessionChild) call(ctx context.Context, rt *runtime.Request, method string, params json.RawMessage,
+	notify func(method string, params json.RawMessage)) (json.RawMessage, *jsonrpc.Error, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	id := "s" + strconv.FormatInt(c.nextID.Add(1), 10)
+	idJSON := jsonrpc.StringID(id)
+	if tok := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken"); tok != nil {
+		// Unique per call: the child's progress is routed by it.
+		params = jsonrpc.SetMember(params, "_meta", jsonrpc.SetMember(jsonrpc.Field(params, "_meta"), "progressToken", json.RawMessage(idJSON)))
+	}
+	cl := &childCall{ctx: ctx, rt: rt, reply: make(chan childReply, 1), notify: notify}
+	if err := c.tell(childMsg{id: string(idJSON), call: cl}); err != nil {
+		return nil, nil, err
+	}
+	if err := c.send(jsonrpc.AppendRequest(nil, idJSON, method, params)); err != nil {
+		c.tell(childMsg{id: string(idJSON)})
+		return nil, nil, err
+	}
+	select {
+	case r := <-cl.reply:
+		return r.result, r.err, nil
+	case <-ctx.Done():
+		c.tell(childMsg{id: string(idJSON)})
+		cancelled, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the client cancelled the request"})
+		c.send(jsonrpc.AppendNotification(nil, "notifications/cancelled", cancelled))
+		return nil, nil, ctx.Err()
+	case <-c.done:
+		return nil, nil, errChildGone
+	}
+}
+
+// close ends the child's input: the core answers what is in flight within its drain and stops
+// the child with the full sequence. It returns the core's error (supervise.ErrGaveUp if the
+// supervisor had given up). Safe to call more than once, from any goroutine.
+func (c *sessionChild) close() error {
+	c.closeOnce.Do(func() {
+		c.inMu.Lock()
+		c.inShut = true
+		close(c.in)
+		c.inMu.Unlock()
+		<-c.done
+		c.asks.Wait()
+		c.closeErr = <-c.proxied
+	})
+	return c.closeErr
+}
+
+// route is the child's actor: it owns the table of calls and the session's Peer, and takes
+// what the core sends until the core returns and closes frames.
+func (c *sessionChild) route(frames <-chan []byte) {
+	calls := map[string]*childCall{}
+	var peer *runtime.Peer
+	defer close(c.done)
+	for {
+		select {
+		case m := <-c.mailbox:
+			switch {
+			case m.peer != nil:
+				peer = m.peer
+			case m.call != nil:
+				calls[m.id] = m.call
+			default:
+				delete(calls, m.id)
+			}
+			close(m.answer)
+		case f, ok := <-frames:
+			if !ok {
+				for _, cl := range calls {
+					cl.reply <- childReply{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+						Message: "Internal error: the session's server is gone", Data: map[string]any{"retryable": false}}}
+				}
+				return
+			}
+			c.frame(f, calls, peer)
+		}
+	}
+}
+
+func (c *sessionChild) frame(f []byte, calls map[string]*childCall, peer *runtime.Peer) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil && m.Kind != jsonrpc.KindResponse {
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		cl := calls[string(m.ID)]
+		if cl == nil {
+			return
+		}
+		delete(calls, string(m.ID))
+		if m.Error != nil {
+			var e jsonrpc.Error
+			json.Unmarshal(m.Error, &e)
+			cl.reply <- childReply{err: &e}
+			return
+		}
+		cl.reply <- childReply{result: m.Result}
+	case jsonrpc.KindNotification:
+		var cl *childCall
+		if tok := jsonrpc.Field(m.Params, "progressToken"); tok != nil {
+			cl = calls[string(tok)]
+		} else if m.Method == "notifications/message" && len(calls) == 1 {
+			for _, only := range calls {
+				cl = only
+			}
+		}
+		switch {
+		case cl != nil && cl.notify != nil:
+			cl.notify(m.Method, m.Params)
+		case cl == nil && peer != nil && m.Method != "notifications/progress":
+			peer.Notify(m.Method, m.Params) // fails only once the session has ended
+		}
+	case jsonrpc.KindRequest:
+		c.ask(m, calls)
+	}
+}
+
+// ask puts the child's request to the client on the stream of a call in flight (any: they
+// all reach the same client), in a goroutine of the child's that answers the child when the
+// client does.
+func (c *sessionChild) ask(m jsonrpc.Message, calls map[string]*childCall) {
+	var on *childCall
+	for _, cl := range calls {
+		if cl.rt != nil {
+			on = cl
+			break
+		}
+	}
+	id := append(jsonrpc.ID(nil), m.ID...)
+	if on == nil {
+		c.log.Info("the child asked its client something while no request of the client's was open to carry it; answered with an error",
+			zap.String("method", m.Method))
+		// Never a blocking send from here: the core may be waiting for this actor.
+		c.trySend(jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "Internal error: the bridge can ask the client only while one of its requests is in flight, and none is"}))
+		return
+	}
+	method, params := m.Method, append(json.RawMessage(nil), m.Params...)
+	c.asks.Go(func() {
+		res, err := on.rt.Call(on.ctx, method, params)
+		var frame []byte
+		var rpcErr *jsonrpc.Error
+		switch {
+		case errors.As(err, &rpcErr):
+			frame = jsonrpc.AppendError(nil, id, rpcErr)
+		case err != nil:
+			frame = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "Internal error: the client did not answer (" + err.Error() + ")"})
+		default:
+			frame = jsonrpc.AppendResult(nil, id, res)
+		}
+		c.send(frame)
+	})
+}
