@@ -437,22 +437,32 @@ func TestProxyReplaysLegacyInitialize(t *testing.T) {
 // A child that stops reading and answering is found by the liveness probe and restarted;
 // the request safe to repeat is replayed, the one that hung it gets the restart error.
 func TestProxyProbeRestartsHungChild(t *testing.T) {
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	h := tpStart(t, tpSpec(t, "echo", logPath), &ProxyOptions{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	clk := newTPClock()
+	spec := tpSpec(t, "echo", "")
+	spec.Clock = clk
+	h := tpStart(t, spec, &ProxyOptions{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { clk.Advance(time.Hour) })
 	tpLearn(t, h)
 	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
-	start := time.Now()
 	_, hang := h.Send("tools/call", map[string]any{"name": "hang"})
 	_, echo := h.Send("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "survivor"}})
+	// Silent for ProbeAfter: probed; silent ProbeTimeout more: restarted, and not before.
+	clk.tick(t, 4)
+	select {
+	case r := <-hang:
+		t.Fatalf("restarted 400 ms after the child fell silent, before ProbeAfter+ProbeTimeout: %v", r)
+	default:
+	}
+	if tcGone(pid, 0) {
+		t.Fatalf("the child %d was stopped before ProbeAfter+ProbeTimeout", pid)
+	}
+	clk.tick(t, 1)
+	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
+		t.Fatalf("hang: %v (answered: %v), want the restart error", r, ok)
+	}
+	clk.Advance(clk.waitBackoff(t)) // the next child starts, and time stands still for it
 	if r, ok := h.Wait(echo, 15*time.Second); !ok || r.Text() != "survivor" {
 		t.Errorf("echo sent to the hung child: %v (answered: %v), want it replayed on the new one", r, ok)
-	}
-	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
-		t.Errorf("hang: %v (answered: %v), want the restart error", r, ok)
-	}
-	took := time.Since(start)
-	if took < 500*time.Millisecond {
-		t.Errorf("restarted after %s, before ProbeAfter+ProbeTimeout", took)
 	}
 	if !tcGone(pid, 5*time.Second) {
 		t.Errorf("the hung child %d still exists", pid)
@@ -575,18 +585,24 @@ func tpWatchdog(t *testing.T, h *tpHost, period time.Duration, what string) (sto
 // proxy must go on (probe, restart), not block writing to the child.
 func TestProxyProbeRestartsHungChildUnderLoad(t *testing.T) {
 	const n, size = 400, 4096 // 1.6 MB for a child that reads nothing: more than its pipe and buffers hold
-	h := tpStart(t, tpSpec(t, "echo", ""), &ProxyOptions{Replay: ReplayNone, ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	clk := newTPClock()
+	spec := tpSpec(t, "echo", "")
+	spec.Clock = clk
+	h := tpStart(t, spec, &ProxyOptions{Replay: ReplayNone, ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { clk.Advance(time.Hour) })
 	tpLearn(t, h)
 	pid, _ := strconv.Atoi(h.Tool("pid", nil).Text())
 	_, hang := h.Send("tools/call", map[string]any{"name": "hang"})
-	stop := tpWatchdog(t, h, 4*time.Second, "the proxy is blocked writing to the hung child, which reads nothing, so its probe never fires")
+	stop := tpWatchdog(t, h, 4*time.Second, "the proxy is blocked writing to the hung child, which reads nothing")
 	defer stop()
 	texts, chans, sent := tpSendEchoes(h, n, size)
 	<-sent
-	answered, restarted := tpAwaitEchoes(t, h, texts, chans) // restart errors: sent to the hung child (Replay none)
+	clk.tick(t, 5) // a proxy blocked on the child's pipe would never look at its clock: tick fails then
 	if r, ok := h.Wait(hang, 15*time.Second); !ok || !r.IsRestartError() {
-		t.Errorf("hang: %.100v", r)
+		t.Fatalf("hang: %.100v", r)
 	}
+	clk.Advance(clk.waitBackoff(t))
+	answered, restarted := tpAwaitEchoes(t, h, texts, chans) // restart errors: sent to the hung child (Replay none)
 	if !tcGone(pid, 5*time.Second) {
 		t.Errorf("the hung child %d still exists", pid)
 	}
@@ -883,6 +899,43 @@ func (c *tpClock) Advance(d time.Duration) {
 		t.ch <- c.now
 	}
 	c.timers = kept
+}
+
+// tick moves the clock by the proxy's tick n times, each time waiting until the proxy has
+// looked at it (it then asks for its next tick): the proxy's deadlines pass in order, and a
+// proxy that no longer looks at its clock fails the test.
+func (c *tpClock) tick(t *testing.T, n int) {
+	t.Helper()
+	for { // forget the ticks asked for already
+		select {
+		case <-c.armed:
+			continue
+		default:
+		}
+		break
+	}
+	for range n {
+		c.Advance(tickEvery)
+		c.waitArmed(t, tickEvery)
+	}
+}
+
+// waitBackoff waits until the supervisor asks for its backoff before a restart (a timer
+// that is not the proxy's tick), and returns its length.
+func (c *tpClock) waitBackoff(t *testing.T) time.Duration {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-c.armed:
+			if got != tickEvery {
+				return got
+			}
+		case <-deadline:
+			t.Fatal("the supervisor did not ask the clock for its backoff")
+			return 0
+		}
+	}
 }
 
 // waitArmed waits until something asks for a timer of duration d.
