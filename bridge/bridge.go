@@ -92,6 +92,9 @@ type Bridge struct {
 	info    json.RawMessage
 	stop    context.CancelFunc
 	once    sync.Once
+
+	health   health
+	watchers sync.WaitGroup // one per child of the pool, until its client ends
 }
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -116,6 +119,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		proxy := opts.Proxy
 		b.clients = append(b.clients, supervise.NewClient(ctx, supervise.New(spec), &proxy))
 	}
+	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, rpcErr, err := b.clients[0].Call(probe, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
@@ -168,6 +172,7 @@ func nameOf(c supervise.Command) string {
 func (b *Bridge) Close() error {
 	var errs []error
 	b.once.Do(func() {
+		close(b.health.closing)
 		if b.own != nil {
 			b.own.close()
 		}
@@ -180,6 +185,7 @@ func (b *Bridge) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		b.watchers.Wait()
 		b.stop()
 	})
 	return errors.Join(errs...)

@@ -304,8 +304,9 @@ func (r *relayProc) call(ctx context.Context, id int, method string, params map[
 
 // ---- the test child ----
 
-// runTestChild serves MCP on stdio with one tool, whoami: it waits ms milliseconds and
-// answers with its pid. It is annotated read-only, so a bridge may replay it.
+// runTestChild serves MCP on stdio with the tool whoami: it waits ms milliseconds and
+// answers with its pid. It is annotated read-only, so a bridge may replay it. crash and die
+// end the process.
 func runTestChild() int {
 	s := mcp.NewServer(mcp.Implementation{Name: "bridge-test-child", Version: "1.0.0"}, nil)
 	type whoamiArgs struct {
@@ -320,6 +321,19 @@ func runTestChild() int {
 			case <-time.After(time.Duration(in.MS) * time.Millisecond):
 			}
 			return mcp.TextResult(strconv.Itoa(os.Getpid())), nil
+		})
+	// crash kills the process: annotated read-only, so the proxy replays it, and finds it
+	// is the request that kills its children; die does too, but is not safe to repeat.
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once, with status 3.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			os.Exit(3)
+			return nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "Exit at once, with status 3."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			os.Exit(3)
+			return nil, nil
 		})
 	if err := stdio.ServeStdio(context.Background(), s.Runtime()); err != nil {
 		fmt.Fprintln(os.Stderr, "bridge test child:", err)

@@ -190,8 +190,7 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			c = s.b.pick()
 		}
 		if c == nil {
-			return nil, &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: "Server busy: no child is up; retry later",
-				Data: map[string]any{"retryable": true}}
+			return nil, s.b.unavailable()
 		}
 		params := rt.Params
 		if params == nil {
@@ -233,7 +232,7 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			res, rpcErr, err := c.Call(callCtx, rt.Method, callParams, notify)
 			if err != nil {
 				end(err)
-				return nil, err
+				return nil, s.b.callError(err)
 			}
 			if rpcErr != nil {
 				end(rpcErr)

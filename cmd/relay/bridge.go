@@ -46,6 +46,7 @@ func runBridge(args []string) int {
 	pool := fs.Int("pool", runtime.NumCPU(), "number of children shared by 2026-07-28 requests (stateless)")
 	maxSessions := fs.Int("max-sessions", 100, "initialize-generation sessions at most; with a CMD of that generation, each has a child of its own. A new one takes the place of the one idle longest, or is refused (503) when all are busy")
 	spares := fs.Int("spares", 1, "children of the initialize generation kept spawned, not yet initialized, for the next sessions")
+	exitOnGiveUp := fs.Bool("exit-on-give-up", false, "exit with status 1 once the supervisor of every child of the pool has given up (--restart-limit), so that an orchestrator restarts relay; without it relay stays up, /readyz answers 503 and requests get an error that is not retryable")
 	sessionIdle := fs.Duration("session-idle", 10*time.Minute, "an initialize-generation session unused this long ends, and its child is stopped")
 	origins := fs.String("allow-origin", "", "a browser origin to allow besides loopback ones")
 	flags := addChildFlags(fs)
@@ -101,8 +102,32 @@ func runBridge(args []string) int {
 	}
 	// Said once the port is open, so that whoever waits for this line can connect at once.
 	fmt.Fprintf(os.Stderr, "relay bridge: serving MCP on http://%s/mcp with %d children\n", ln.Addr(), *pool)
-	if err := httpx.Serve(ctx, ln, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
+	// When every child of the pool has given up, the bridge is not ready, and will not be
+	// again: /readyz says so, and --exit-on-give-up ends relay (a graceful shutdown) with 1.
+	serveCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	gaveUp := make(chan bool, 1)
+	go func() { // ends with serveCtx, cancelled once Serve returns, and is waited for then
+		select {
+		case <-b.GaveUp():
+			ops.SetReady(false)
+			gaveUp <- true
+			if *exitOnGiveUp {
+				fmt.Fprintln(os.Stderr, "relay bridge: every child of the pool has given up (--restart-limit); exiting (--exit-on-give-up)")
+				giveUp()
+			}
+		case <-serveCtx.Done():
+			gaveUp <- false
+		}
+	}()
+	err = httpx.Serve(serveCtx, ln, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}})
+	giveUp()
+	gave := <-gaveUp // the watcher has ended
+	if err != nil {
 		log.Error("relay bridge is exiting", zap.Error(err))
+		return 1
+	}
+	if gave && *exitOnGiveUp {
 		return 1
 	}
 	return 0
