@@ -34,7 +34,8 @@ func init() {
 // the initialize generation does: server/discover is an unknown method (-32601), nothing but
 // initialize and ping is served before initialize, and it has four tools: echo; whoami (its
 // pid); seen (the params of the initialize it was given, and every method it was sent, in
-// order); and sleep (ms milliseconds, in which it answers nothing else).
+// order); and sleep (ms milliseconds, in which it answers nothing else). It has no resource:
+// resources/read answers -32002, as 2025-11-25 says of a resource that does not exist.
 func runLegacyChild() int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 16<<20)
@@ -118,6 +119,10 @@ func runLegacyChild() int {
 			default:
 				result = map[string]any{"content": []any{map[string]any{"type": "text", "text": p.Arguments.Text}}}
 			}
+		case msg.Method == "resources/read": // no resource exists: 2025-11-25's not found
+			var p struct{ URI string }
+			json.Unmarshal(msg.Params, &p)
+			rpcErr = map[string]any{"code": -32002, "message": "Resource not found", "data": map[string]any{"uri": p.URI}}
 		default: // server/discover included
 			rpcErr = map[string]any{"code": -32601, "message": "Method not found: " + msg.Method}
 		}

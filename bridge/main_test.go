@@ -273,6 +273,8 @@ func (r *relayProc) call(ctx context.Context, id int, method string, params map[
 	req.Header.Set("Mcp-Method", method)
 	if name, ok := params["name"].(string); ok {
 		req.Header.Set("Mcp-Name", name)
+	} else if uri, ok := params["uri"].(string); ok { // resources/read
+		req.Header.Set("Mcp-Name", uri)
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {

@@ -166,6 +166,7 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 	if caps == nil {
 		caps = json.RawMessage(`{}`)
 	}
+	caps = withoutMembers(caps, "extensions") // 2026-07-28's; 2025-11-25 has none
 	return runtime.Route{Result: map[string]json.RawMessage{
 		"protocolVersion": mustJSON(version), "capabilities": caps, "serverInfo": s.b.info,
 	}}
@@ -236,6 +237,9 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			}
 			if rpcErr != nil {
 				end(rpcErr)
+				if stripMeta || addMeta { // the generations differ: the client's own code
+					rpcErr = resourceNotFound(rt.Method, rpcErr, stripMeta)
+				}
 				return nil, rpcErr
 			}
 			end(nil)
@@ -248,8 +252,11 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 					res = jsonrpc.SetMember(res, "requestState", pin(state, s.b.index(c)))
 				}
 			}
-			if !addMeta || !inputRequired || round > 8 {
+			if !addMeta {
 				return res, nil
+			}
+			if !inputRequired || round > 8 {
+				return legacyResult(res), nil
 			}
 			// A legacy client cannot answer input_required: ask it directly, then retry.
 			answers, err := askClient(ctx, rt, jsonrpc.Field(res, "inputRequests"))
