@@ -60,20 +60,6 @@ func ProtocolOf(p runtime.Profile) *Protocol {
 // mcpProtocol is the default: MCP, both generations.
 var mcpProtocol = ProtocolOf(mcp.Rules())
 
-// unavailable is the answer to request id when the child cannot give one; id nil answers
-// null.
-func (pr *Protocol) unavailable(id jsonrpc.ID, why string, data map[string]any) []byte {
-	if id == nil {
-		id = jsonrpc.Null
-	}
-	return jsonrpc.AppendError(nil, id, pr.rules.Unavailable(why, data))
-}
-
-// busy is the answer to request id when the child cannot take it now.
-func (pr *Protocol) busy(id jsonrpc.ID, why string, data map[string]any) []byte {
-	return jsonrpc.AppendError(nil, id, pr.rules.Busy(why, data))
-}
-
 // isCall reports whether a request calls a tool, and which.
 func (pr *Protocol) isCall(method string, params json.RawMessage) (string, bool) {
 	if method == "" || method != pr.rules.CallTool {

@@ -56,6 +56,8 @@ type ProxyOptions struct {
 	// Protocol is the protocol carried (default MCP, ProtocolOf(mcp.Rules())); for RCP/1,
 	// ProtocolOf(rcp.Rules()).
 	Protocol *Protocol
+	// Observer, when set, is told what becomes of each request and child (telemetry).
+	Observer Observer
 	Logger   *zap.Logger
 }
 
@@ -74,6 +76,8 @@ type pending struct {
 	unsent    bool // the child it was sent to had closed its input: it never reached a child
 	suspect   bool // in flight at two deaths: sent again one at a time, alone
 	deaths    int  // how many children died while it was in flight on them
+	sends     int  // how many times it was sent to a child
+	call      Call // what the Observer follows of it, if any
 }
 
 // proxy is the actor between a host and a supervised child.
@@ -307,7 +311,7 @@ const tickEvery = 100 * time.Millisecond
 func (p *proxy) stopAll() {
 	for _, f := range p.queue {
 		if m, err := jsonrpc.Decode(f); err == nil && m.Kind == jsonrpc.KindRequest {
-			p.toHost(p.stoppingError(m.ID))
+			p.refuse(m.ID, p.stoppingError())
 		}
 	}
 	p.queue, p.suspects, p.suspectID = nil, nil, ""
@@ -317,8 +321,7 @@ func (p *proxy) stopAll() {
 			continue
 		}
 		n++
-		p.toHost(p.stoppingError(r.hostID))
-		p.forget(id)
+		p.fail(id, r, p.stoppingError())
 	}
 	if n > 0 {
 		p.log.Warn("stopping: requests the child did not answer within the drain deadline were answered with an error",
@@ -327,15 +330,32 @@ func (p *proxy) stopAll() {
 }
 
 // stoppingError answers a request the proxy can no longer wait for: it is stopping.
-func (p *proxy) stoppingError(id jsonrpc.ID) []byte {
+func (p *proxy) stoppingError() *jsonrpc.Error {
 	why := "the proxy is stopping (its host closed its input, or it was asked to end) and the server did not answer in time"
-	return p.unavailable(id, why, map[string]any{"reason": "proxy stopping", "retryable": false})
+	return p.unavailable(why, map[string]any{"reason": "proxy stopping", "retryable": false})
 }
 
-// unavailable is the answer to request id when the server cannot give one: the protocol's
-// error (MCP: internal error; RCP: -32010, backend unavailable) that says why, with data.
-func (p *proxy) unavailable(id jsonrpc.ID, why string, data map[string]any) []byte {
-	return p.proto.unavailable(id, why, data)
+// unavailable is the error for a request the server cannot answer: the protocol's (MCP:
+// internal error; RCP: -32010, backend unavailable), saying why, with data.
+func (p *proxy) unavailable(why string, data map[string]any) *jsonrpc.Error {
+	return p.proto.rules.Unavailable(why, data)
+}
+
+// refuse answers a host request that the proxy never passed on (id nil: null) with e.
+func (p *proxy) refuse(id jsonrpc.ID, e *jsonrpc.Error) {
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	p.toHost(jsonrpc.AppendError(nil, id, e))
+}
+
+// fail answers the pending host request r (the child's id for it: id) with e, and forgets it.
+func (p *proxy) fail(id string, r *pending, e *jsonrpc.Error) {
+	p.refuse(r.hostID, e)
+	p.forget(id)
+	if r.call != nil {
+		r.call.Ended(e, false)
+	}
 }
 
 // result is Proxy's error once the supervisor is done.
@@ -367,6 +387,9 @@ func (p *proxy) owesHost() bool {
 func (p *proxy) event(e Event) {
 	switch e.Kind {
 	case EventStarted:
+		if p.opts.Observer != nil {
+			p.opts.Observer.Started()
+		}
 		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), p.clock.Now(), ""
 		p.answered, p.settled = false, nil
 		p.calls = map[string][]byte{}
@@ -405,6 +428,9 @@ func (p *proxy) event(e Event) {
 		p.restarted()
 	case EventRestarting:
 		p.log.Info("restarting the child", zap.Duration("delay", e.Delay), zap.Int("restarts", e.Restarts))
+		if p.opts.Observer != nil {
+			p.opts.Observer.Restarting(p.lastExit, e.Restarts)
+		}
 	case EventGaveUp:
 		p.gaveUp, p.gaveUpWhy = true, e.Err
 		if errors.As(e.Err, &p.cannotRun) {
@@ -415,15 +441,16 @@ func (p *proxy) event(e Event) {
 		}
 		for _, f := range p.queue {
 			if m, err := jsonrpc.Decode(f); err == nil && m.Kind == jsonrpc.KindRequest {
-				p.toHost(p.gaveUpError(m.ID))
+				p.refuse(m.ID, p.gaveUpError())
 			}
 		}
 		p.queue, p.suspects, p.suspectID = nil, nil, ""
 		for id, r := range p.pend {
-			if !r.internal {
-				p.toHost(p.gaveUpError(r.hostID))
+			if r.internal {
+				p.forget(id)
+				continue
 			}
-			p.forget(id)
+			p.fail(id, r, p.gaveUpError())
 		}
 	}
 }
@@ -445,11 +472,11 @@ func (p *proxy) restarted() {
 		switch {
 		case r.waiting: // not sent to the child that died
 			continue
-		case r.internal || !p.replayable(r):
-			if !r.internal {
-				p.toHost(p.restartError(r.hostID))
-			}
+		case r.internal:
 			p.forget(id)
+			continue
+		case !p.replayable(r):
+			p.fail(id, r, p.restartError())
 			continue
 		}
 		r.replayed, r.waiting = true, true
@@ -460,8 +487,7 @@ func (p *proxy) restarted() {
 		if r.suspect && inFlight == 1 { // sent alone, to a child that had stayed up: it did this
 			p.log.Warn("a request was alone in flight when the child died, and in flight at earlier deaths too; it is answered with an error and not sent again",
 				zap.String("method", r.method), zap.Int("deaths", r.deaths))
-			p.toHost(p.poisonError(r))
-			p.forget(id)
+			p.fail(id, r, p.poisonError(r))
 			continue
 		}
 		if r.deaths >= 2 { // not in p.suspects: it was in flight
@@ -479,8 +505,8 @@ func (p *proxy) restarted() {
 }
 
 // poisonError answers a request that killed the children it was sent to.
-func (p *proxy) poisonError(r *pending) []byte {
-	return p.unavailable(r.hostID, "the server crashed each time it was given this request ("+strconv.Itoa(r.deaths)+
+func (p *proxy) poisonError(r *pending) *jsonrpc.Error {
+	return p.unavailable("the server crashed each time it was given this request ("+strconv.Itoa(r.deaths)+
 		" times, the last with nothing else in flight); it will not be sent again. Check the request, or the server's stderr for why it crashes",
 		map[string]any{"reason": "request crashes the server", "crashes": r.deaths, "retryable": false})
 }
@@ -622,19 +648,19 @@ func (p *proxy) fromHost(f []byte) {
 			} else {
 				var de *jsonrpc.DecodeError
 				errors.As(err, &de)
-				p.toHost(jsonrpc.AppendError(nil, m.ID, de.AsError()))
+				p.refuse(m.ID, de.AsError())
 			}
 		}
 		return
 	}
 	if p.gaveUp {
 		if m.Kind == jsonrpc.KindRequest {
-			p.toHost(p.gaveUpError(m.ID))
+			p.refuse(m.ID, p.gaveUpError())
 		}
 		return
 	}
 	if p.stopping && m.Kind == jsonrpc.KindRequest {
-		p.toHost(p.stoppingError(m.ID))
+		p.refuse(m.ID, p.stoppingError())
 		return
 	}
 	switch m.Kind {
@@ -662,7 +688,7 @@ func (p *proxy) fromHost(f []byte) {
 	}
 	if p.child == nil || !p.ready || p.holding() {
 		if len(p.queue) >= p.opts.Queue {
-			p.toHost(p.proto.busy(m.ID, "the server is restarting and too many requests are waiting; retry shortly",
+			p.refuse(m.ID, p.proto.rules.Busy("the server is restarting and too many requests are waiting; retry shortly",
 				map[string]any{"reason": "restart queue full", "retryable": true}))
 			return
 		}
@@ -682,6 +708,9 @@ func (p *proxy) fromHost(f []byte) {
 	}
 	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: is(m.Method, p.proto.rules.Listen),
 		hostToken: p.proto.progressToken(m.Params)}
+	if p.opts.Observer != nil {
+		r.params, r.call = p.opts.Observer.Request(m.Method, m.Params)
+	}
 	p.send(r)
 }
 
@@ -719,6 +748,9 @@ func (p *proxy) send(r *pending) (string, bool) {
 		params = setMeta(params, p.proto.rules.ProgressKey, json.RawMessage(id))
 	}
 	r.sent = p.clock.Now()
+	if r.sends++; r.sends > 1 && r.call != nil {
+		r.call.Replayed()
+	}
 	p.pend[string(id)] = r
 	if r.hostID != nil {
 		p.byHost[string(r.hostID)] = string(id)
@@ -728,12 +760,12 @@ func (p *proxy) send(r *pending) (string, bool) {
 	case errors.Is(err, ErrBacklog):
 		// The child stopped reading: holding more would grow without bound. The host hears
 		// at once, and may retry; --probe restarts a child that stays like this.
-		delete(p.pend, string(id))
-		if r.hostID != nil {
-			delete(p.byHost, string(r.hostID))
-			p.toHost(p.proto.busy(r.hostID, "the server is not reading its input; retry later",
-				map[string]any{"reason": "backlog full", "retryable": true}))
+		if r.hostID == nil {
+			p.forget(string(id))
+			return "", false
 		}
+		p.fail(string(id), r, p.proto.rules.Busy("the server is not reading its input; retry later",
+			map[string]any{"reason": "backlog full", "retryable": true}))
 		return "", false
 	case errors.Is(err, ErrStdinClosed) || errors.Is(err, ErrExited):
 		// It never reached the child, which is gone or going: it goes to the next one, whatever
@@ -762,6 +794,9 @@ func (p *proxy) cancel(m jsonrpc.Message) {
 		return
 	}
 	if !p.proto.answered { // MCP: nothing more is said about a cancelled request
+		if r := p.pend[childID]; r != nil && r.call != nil {
+			r.call.Ended(nil, true)
+		}
 		p.forget(childID)
 	}
 	if p.child != nil {
@@ -822,6 +857,14 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 	}
 	p.toHost(withID(f, r.hostID))
+	if r.call != nil {
+		var e *jsonrpc.Error
+		if m.Error != nil {
+			e = new(jsonrpc.Error)
+			json.Unmarshal(m.Error, e)
+		}
+		r.call.Ended(e, false)
+	}
 }
 
 // internalAnswer completes the proxy's own requests: a replayed handshake is followed by its
@@ -965,11 +1008,10 @@ func (p *proxy) timers() {
 			if r.internal || r.listen || now.Sub(r.sent) < p.opts.Timeout {
 				continue
 			}
-			p.forget(id)
 			if p.child != nil {
 				p.child.Send(p.proto.cancelFrame(json.RawMessage(id), "timed out in the supervisor"))
 			}
-			p.toHost(p.proto.busy(r.hostID, "the request timed out in the supervisor after "+p.opts.Timeout.String(),
+			p.fail(id, r, p.proto.rules.Busy("the request timed out in the supervisor after "+p.opts.Timeout.String(),
 				map[string]any{"reason": "timed out", "retryable": true}))
 		}
 	}
@@ -990,7 +1032,7 @@ func (p *proxy) timers() {
 	}
 }
 
-func (p *proxy) restartError(id jsonrpc.ID) []byte {
+func (p *proxy) restartError() *jsonrpc.Error {
 	why := "the server restarted while the request was in flight"
 	data := map[string]any{"reason": "server restarted", "retryable": false}
 	if p.lastExit != "" {
@@ -1001,13 +1043,13 @@ func (p *proxy) restartError(id jsonrpc.ID) []byte {
 		why += "; it answered nothing, and its last lines on stderr are in this error's data"
 		data["stderr"] = p.lastTail
 	}
-	return p.unavailable(id, why, data)
+	return p.unavailable(why, data)
 }
 
 // gaveUpError answers a request once the supervisor has given up: with why the command
 // cannot run, or with why the supervisor gave up and the last child's stderr. Not "the
 // server restarted": it is gone for good, most often because it cannot stay up.
-func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
+func (p *proxy) gaveUpError() *jsonrpc.Error {
 	var why string
 	var data map[string]any
 	if p.cannotRun != nil {
@@ -1021,7 +1063,7 @@ func (p *proxy) gaveUpError(id jsonrpc.ID) []byte {
 			data["stderr"] = p.lastTail
 		}
 	}
-	return p.unavailable(id, why, data)
+	return p.unavailable(why, data)
 }
 
 func (p *proxy) toHost(f []byte) { p.host <- f }

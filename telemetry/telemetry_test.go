@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -446,3 +447,84 @@ func TestSpansNameTheirHTTPSession(t *testing.T) {
 		t.Errorf("mcp.session.id = %q, want the session's %q", got, sid)
 	}
 }
+
+// TestSpansThroughSupervise: a caller's tools/call through a supervising proxy (as relay
+// supervise runs it) to an examples/echo child, restarted while the call is in flight: the
+// proxy's client span is in the caller's trace under the caller's span, carries an event for
+// the replay, and is the parent of the new child's server span; the restart has a span.
+func TestSpansThroughSupervise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts child processes")
+	}
+	r, tel := newTelemetry(t, "relay-supervise")
+	bin := buildEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sup := supervise.New(supervise.Spec{Unlimited: true, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		Command: supervise.Command{Path: bin, Env: append(os.Environ(), "OTEL_SERVICE_NAME=echo-child"), Name: "echo"},
+		Child:   supervise.ChildOptions{StopWait: 200 * time.Millisecond}})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	host := hosttest.New(t, "relay supervise", inW, outR)
+	proxied := make(chan error, 1)
+	go func() {
+		proxied <- supervise.Proxy(ctx, sup, inR, outW, &supervise.ProxyOptions{Observer: tel.Proxy()})
+		outW.Close()
+	}()
+	if r := host.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "up"},
+		"_meta": jsonObject(modernMeta)}); r.Text() != "up" {
+		t.Fatalf("echo: %v", r)
+	}
+	_, slept := host.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500},
+		"_meta": jsonObject(modernMeta + `,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"`)})
+	host.Call("ping", nil) // stdin is ordered: the sleep is in the child now
+	sup.Restart("the test restarts the child while a call is in flight")
+	if r, ok := host.Wait(slept, 30*time.Second); !ok || r.Error != nil {
+		t.Fatalf("the sleep, replayed on the new child: %v (answered %v)", r, ok)
+	}
+	inW.Close()
+	if err := <-proxied; err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	<-host.Done()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var client, child, restart *tracepb.Span
+	for _, s := range r.spans {
+		switch {
+		case s.Name == "restart":
+			restart = s
+		case s.Name != "tools/call sleep":
+		case s.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+			client = s
+		case s.Kind == tracepb.Span_SPAN_KIND_SERVER:
+			child = s
+		}
+	}
+	if client == nil || child == nil || restart == nil {
+		t.Fatalf("spans: client %v, the new child's server span %v, restart %v; want all three", client != nil, child != nil, restart != nil)
+	}
+	if hex.EncodeToString(client.TraceId) != callerTrace || hex.EncodeToString(client.ParentSpanId) != callerSpan {
+		t.Errorf("the proxy's client span: trace %x parent %x, want the caller's %s under %s", client.TraceId, client.ParentSpanId, callerTrace, callerSpan)
+	}
+	if !bytes.Equal(child.ParentSpanId, client.SpanId) || !bytes.Equal(child.TraceId, client.TraceId) {
+		t.Error("the new child's server span is not the proxy's client span's child")
+	}
+	replayed := false
+	for _, e := range client.Events {
+		replayed = replayed || e.Name == "replayed"
+	}
+	if !replayed {
+		t.Errorf("the client span's events %v lack the replay", client.Events)
+	}
+	if !r.metrics["mcp.client.operation.duration"] {
+		t.Errorf("metrics received: %v, want mcp.client.operation.duration", r.metrics)
+	}
+}
+
+// jsonObject makes the members of a JSON object into one, for params.
+func jsonObject(members string) json.RawMessage { return json.RawMessage("{" + members + "}") }

@@ -20,6 +20,7 @@ import (
 	"github.com/relayrt/relay/rcp"
 	"github.com/relayrt/relay/stdio"
 	"github.com/relayrt/relay/supervise"
+	"github.com/relayrt/relay/telemetry"
 )
 
 const superviseUsage = `Usage: relay supervise [flags] -- CMD [ARGS...]
@@ -32,7 +33,9 @@ be answered (then each gets an error that says relay is stopping), the child is 
 (close stdin, wait, SIGTERM, SIGKILL) and relay exits. A command that cannot run is not
 retried: every request is answered with why, and relay exits 1 at EOF. relay's logs go to
 stderr, and so does the child's stderr, each line prefixed with the child's name (unless
---quiet-child).
+--quiet-child). The standard OTEL_* variables turn on OpenTelemetry: a client span per request
+passed on, in the caller's trace (from _meta.traceparent) and handed on to the child in
+_meta.traceparent, an event on it per replay, and a span per restart of the child.
 
 Flags:
 `
@@ -147,6 +150,15 @@ func runSupervise(args []string) int {
 	defer restore()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	tel, err := telemetry.FromEnv(ctx, "relay-supervise")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay supervise:", err)
+		return 2
+	}
+	defer tel.Shutdown(context.Background())
+	if !*flags.rcp { // the spans follow MCP's conventions
+		proxyOpts.Observer = tel.Proxy()
+	}
 	if err := supervise.Proxy(ctx, supervise.New(spec), stdio.Stdin(), proto, &proxyOpts); err != nil {
 		log.Error("relay supervise is exiting", zap.Error(err))
 		return 1
