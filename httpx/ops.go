@@ -78,24 +78,6 @@ func (o *Ops) Handler() http.Handler {
 	return mux
 }
 
-// knownMethods bounds the method label: a client's method name never becomes a label value
-// unless it is one of the protocols' own.
-var knownMethods = map[string]bool{}
-
-func init() {
-	for _, m := range []string{
-		"initialize", "ping", "server/discover", "tools/list", "tools/call", "prompts/list",
-		"prompts/get", "resources/list", "resources/read", "resources/templates/list",
-		"resources/subscribe", "resources/unsubscribe", "completion/complete", "logging/setLevel",
-		"subscriptions/listen", "notifications/initialized", "notifications/cancelled",
-		"info", "shutdown", "embed", "embed/sparse", "embed/multi", "rerank", "retrieve",
-		"query/transform", "graph", "index/add", "index/delete", "catalog/list", "feedback",
-		"memory/build", "memory/recall", "notifications/cancel", "batch",
-	} {
-		knownMethods[m] = true
-	}
-}
-
 // observation is one HTTP request's trip through a handler, for the metrics.
 type observation struct {
 	o        *Ops
@@ -117,7 +99,9 @@ func (ob *observation) setMethod(m string) {
 	if ob == nil {
 		return
 	}
-	if !knownMethods[m] {
+	// A client's own method name never becomes a label value: only the protocols' names
+	// (runtime.Profile.Methods, interned by the server) and "batch".
+	if m != "batch" && !jsonrpc.Interned(m) {
 		m = "other"
 	}
 	ob.method = m

@@ -227,7 +227,7 @@ func isVersion(raw []byte) bool {
 	return bytes.IndexByte(raw, '\\') >= 0 && json.Unmarshal(raw, &s) == nil && s == Version
 }
 
-// methodName unquotes a method name, without allocating for the names Relay's protocols use.
+// methodName unquotes a method name, without allocating for an interned one (Intern).
 func methodName(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
@@ -240,32 +240,11 @@ func methodName(raw []byte) (string, bool) {
 		return s, true
 	}
 	body := raw[1 : len(raw)-1]
-	if s, ok := internedMethods[string(body)]; ok {
+	if s, ok := (*interned.Load())[string(body)]; ok {
 		return s, true
 	}
 	return string(body), true
 }
-
-// internedMethods holds the method names of MCP and RCP/1, so that decoding them allocates
-// nothing.
-var internedMethods = func() map[string]string {
-	names := []string{
-		"initialize", "notifications/initialized", "ping", "server/discover",
-		"tools/list", "tools/call", "prompts/list", "prompts/get",
-		"resources/list", "resources/read", "resources/templates/list",
-		"resources/subscribe", "resources/unsubscribe", "completion/complete",
-		"logging/setLevel", "subscriptions/listen", "notifications/cancelled",
-		"notifications/progress", "notifications/message", "sampling/createMessage",
-		"elicitation/create", "roots/list",
-		"info", "shutdown", "notifications/cancel", "notifications/log",
-		"embed", "rerank", "retrieve", "index/add", "index/delete",
-	}
-	m := make(map[string]string, len(names))
-	for _, n := range names {
-		m[n] = n
-	}
-	return m
-}()
 
 // Field returns the raw value of the named member of a JSON object, or nil when obj is not an
 // object or has no such member. obj must already be known to be valid JSON (as everything a

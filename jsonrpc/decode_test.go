@@ -247,9 +247,13 @@ func TestDecodeAliasesFrame(t *testing.T) {
 	}
 }
 
-// TestDecodeInternedMethodsDoNotAllocate checks that decoding a request for one of the method
-// names of MCP and RCP/1 allocates nothing.
+// TestDecodeInternedMethodsDoNotAllocate checks that decoding a request for an interned method
+// name (a protocol's own: runtime.NewServer interns its profile's) allocates nothing.
 func TestDecodeInternedMethodsDoNotAllocate(t *testing.T) {
+	jsonrpc.Intern("tools/call")
+	if !jsonrpc.Interned("tools/call") || jsonrpc.Interned("tools/calls") {
+		t.Fatal("Interned does not say which names were interned")
+	}
 	frame := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := jsonrpc.Decode(frame); err != nil {

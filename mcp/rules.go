@@ -13,8 +13,26 @@ import (
 func Rules() runtime.Profile {
 	p := (*Server)(nil).Profile() // the rules do not depend on a server: only NewSession does
 	p.NewSession = nil
-	p.Proxy = &proxyRules
 	return p
+}
+
+// A program that links the package decodes its method names without allocating, whatever
+// profile it serves them through (relay bridge's, say).
+func init() { jsonrpc.Intern(methods...) }
+
+// methods are MCP's method and notification names, both generations, both directions
+// (2025-11-25 and 2026-07-28 schemas).
+var methods = []string{
+	"initialize", "notifications/initialized", "ping", "server/discover",
+	"tools/list", "tools/call", "prompts/list", "prompts/get",
+	"resources/list", "resources/read", "resources/templates/list",
+	"resources/subscribe", "resources/unsubscribe", "completion/complete",
+	"logging/setLevel", "subscriptions/listen", "notifications/cancelled",
+	"notifications/progress", "notifications/message", "notifications/resources/updated",
+	"notifications/tools/list_changed", "notifications/prompts/list_changed",
+	"notifications/resources/list_changed", "notifications/roots/list_changed",
+	"notifications/subscriptions/acknowledged",
+	"sampling/createMessage", "elicitation/create", "roots/list",
 }
 
 // proxyRules is what a proxy must know of MCP, in both generations (2025-11-25 Basic ›

@@ -121,6 +121,8 @@ func (s *Server) Profile() runtime.Profile {
 			Message: "Server shutting down: the request did not finish before the drain deadline; retry it",
 			Data:    map[string]any{"retryable": true}},
 		NewSession: func(peer *runtime.Peer) runtime.Session { return &session{s: s, peer: peer} },
+		Proxy:      &proxyRules,
+		Methods:    methods,
 	}
 }
 

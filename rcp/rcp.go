@@ -156,6 +156,7 @@ func (s *Server) profile(stateless bool) runtime.Profile {
 		},
 		InvalidParams: InvalidParams("params", "params must be a JSON object"),
 		Proxy:         &proxyRules,
+		Methods:       methods,
 		NewSession: func(*runtime.Peer) runtime.Session {
 			ss := &session{s: s, stateless: stateless, logLevel: -1}
 			if stateless {

@@ -14,6 +14,18 @@ func Rules() runtime.Profile {
 	return p
 }
 
+// A program that links the package decodes its method names without allocating, whatever
+// profile it serves them through (relay bridge's, say).
+func init() { jsonrpc.Intern(methods...) }
+
+// methods are RCP/1's method and notification names (§7, §9).
+var methods = []string{
+	"initialize", "info", "ping", "shutdown", "embed", "embed/sparse", "embed/multi", "rerank",
+	"retrieve", "query/transform", "graph", "index/add", "index/delete", "catalog/list",
+	"feedback", "memory/build", "memory/recall",
+	"notifications/cancel", "notifications/progress", "notifications/log",
+}
+
 // proxyRules is what a proxy must know of RCP/1: the methods that only read (§7), the
 // lifecycle to replay on a new server (§7.1 initialize, with no notification after it, §13),
 // ping (§7.15), the cancel's id (§7.14), progress by the token in _meta (§9), and -32010

@@ -50,6 +50,12 @@ type Profile struct {
 	// Proxy, when not nil, is what a proxy that restarts servers of this protocol must know
 	// of it (package supervise reads it).
 	Proxy *ProxyRules
+
+	// Methods are the protocol's own method and notification names, in both directions: the
+	// one list of them. NewServer interns them (jsonrpc.Intern), so that decoding them
+	// allocates nothing and httpx's metrics label requests by them (any other name is
+	// "other").
+	Methods []string
 }
 
 // Session is a protocol's state for one connection. The dispatcher calls its methods on its

@@ -23,6 +23,7 @@ func NewServer(p Profile, opts ...Option) *Server {
 	if p.Overloaded == nil {
 		p.Overloaded = defaultOverloaded
 	}
+	jsonrpc.Intern(p.Methods...)
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)
