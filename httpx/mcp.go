@@ -542,6 +542,6 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	// In this generation a disconnect is not a cancellation: the request runs on, and what it
 	// sends is dropped.
-	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave})
+	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave, inBand: true, id: msg.ID})
 	return finished && final != nil && jsonrpc.Field(final, "error") == nil
 }

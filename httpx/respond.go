@@ -14,13 +14,22 @@ type reply struct {
 	frames <-chan runtime.Outbound
 	gone   func()              // the client went away before the final frame
 	final  func([]byte) []byte // shapes the final answer (nil: as it is)
+	// inBand: every JSON-RPC answer, an error too, travels in HTTP 200, as an
+	// initialize-generation session's must (MCP 2025-11-25, Transports › Streamable HTTP;
+	// a 404 there would tell the client that its session is gone).
+	inBand bool
+	// id is the request's: when the frames end with no answer (it was cancelled, or its
+	// session ended) and the client takes no stream, it is told so in a JSON error for id.
+	id jsonrpc.ID
 }
 
 // respond writes a request's frames to its client, for both protocols: one JSON body when
 // the final answer comes first, or an SSE stream from the first frame before it, when the
 // client may have one (protocol.sse). Only frames of the request itself go on its stream
 // (MCP 2026-07-28, Transports › Streamable HTTP; RCP/1 §5.2). When the frames end with no
-// answer (nothing is owed, or the session ended) and nothing was written, the answer is 204.
+// answer (nothing is owed, or the session ended) and nothing was written, the request's POST
+// still ends as a client expects a request's to: with a stream that closes, empty, or, for a
+// client that takes no stream, a JSON error that says no answer will come.
 // It returns the final answer, and whether the request finished; false means the client went
 // away first, and reply.gone has run.
 func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final []byte, finished bool) {
@@ -40,8 +49,18 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 			}
 		case o, ok := <-rp.frames:
 			if !ok {
-				if sse == nil {
-					w.WriteHeader(http.StatusNoContent)
+				switch {
+				case sse != nil:
+				case sseOK:
+					startSSE(w) // and its end: the stream closes with nothing on it
+				default:
+					e := jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: this request will not be answered: it was cancelled, or its session ended")
+					if rp.id == nil {
+						rp.id = jsonrpc.Null
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusOK)
+					w.Write(jsonrpc.AppendError(nil, rp.id, e))
 				}
 				return nil, true
 			}
@@ -77,6 +96,9 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 			}
 			w.Header().Set("Content-Type", "application/json")
 			status, retry := d.p.status(answer)
+			if rp.inBand {
+				status = http.StatusOK
+			}
 			if retry {
 				w.Header().Set("Retry-After", "1")
 			}

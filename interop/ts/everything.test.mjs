@@ -14,6 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  EmptyResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
@@ -412,5 +413,18 @@ describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 
     assert.deepEqual(await client.ping(), {});
     const unknown = errors.filter((e) => /unknown message ID/.test(String(e)));
     assert.deepEqual(unknown, [], 'the server answered a cancelled request');
+    // Nor may a cancelled request's POST end in a way the transport reports (over HTTP: it
+    // ends as an empty event stream, never 204 or a body without a content type).
+    assert.deepEqual(errors.map(String), [], 'the client reported errors around the cancellations');
+  });
+
+  test('an unknown method and an unknown tool are JSON-RPC errors the client sees as such', async () => {
+    // Over HTTP, inside a session, they travel in HTTP 200: a 404 would be a transport error
+    // (StreamableHTTPError, whose code is the HTTP status) that loses the JSON-RPC code.
+    await assert.rejects(client.request({ method: 'nope/nope', params: {} }, EmptyResultSchema),
+      (e) => e.code === -32601 || assert.fail(`unknown method: ${e?.constructor?.name} ${e?.code} ${e}`));
+    await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }),
+      (e) => e.code === -32602 || assert.fail(`unknown tool: ${e?.constructor?.name} ${e?.code} ${e}`));
+    assert.deepEqual(await client.ping(), {});
   });
 });
