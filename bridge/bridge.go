@@ -31,10 +31,12 @@
 //     on the way in and adds resultType and serverInfo on the way out;
 //   - legacy client, legacy child: the session's own child, initialized by the client.
 //
-// A modern client's subscriptions/listen is held open on a child (the proxy and this package
-// put the client's listen id back on every notification). Not yet: subscriptions of
-// initialize-generation clients on 2026-07-28 children (answered, not delivered), listening
-// on legacy children, and server-to-client requests from a legacy child of the pool.
+// A modern client's subscriptions/listen is held open on a child of the pool (the proxy and
+// this package put the client's listen id back on every notification); on legacy children,
+// it gets a child of its own, subscribed by the bridge (listenlegacy.go). A legacy client's
+// subscriptions on modern children become a listen the bridge holds on the session's child
+// (sublisten.go). Each generation sees its own shapes (shapes.go). Not yet: a modern client's
+// sampling and elicitation on legacy children (through input_required).
 package bridge
 
 import (
@@ -81,7 +83,7 @@ type Options struct {
 
 // Bridge is a pool of supervised children behind one MCP profile.
 type Bridge struct {
-	clients []*supervise.Client
+	clients []*childConn
 	pins    []atomic.Int64 // legacy sessions pinned to each child
 	log     *zap.Logger
 	tel     *telemetry.Telemetry
@@ -90,6 +92,7 @@ type Bridge struct {
 	init    json.RawMessage  // the children's initialize result (legacy), or discover result
 	caps    json.RawMessage
 	info    json.RawMessage
+	ctx     context.Context // the bridge's: done once Close has stopped every child
 	stop    context.CancelFunc
 	once    sync.Once
 
@@ -112,17 +115,14 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		opts.MaxSessions = 100
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
+	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
 	for i := range opts.Pool {
-		spec := opts.Spec
-		spec.Command.Name = fmt.Sprintf("%s#%d", nameOf(spec.Command), i)
-		proxy := opts.Proxy
-		b.clients = append(b.clients, supervise.NewClient(ctx, supervise.New(spec), &proxy))
+		b.clients = append(b.clients, startChild(ctx, fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i), opts.Spec, opts.Proxy, opts.Logger))
 	}
 	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, rpcErr, err := b.clients[0].Call(probe, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
+	res, rpcErr, err := b.clients[0].call(probe, nil, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
 	if err == nil && rpcErr == nil {
 		b.init = res
 		b.caps = jsonrpc.Field(res, "capabilities")
@@ -133,7 +133,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	b.legacy = true
 	params := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"relay-bridge","version":"1.0.0"}}`)
 	for _, c := range b.clients {
-		res, rpcErr, err := c.Call(probe, "initialize", params, nil)
+		res, rpcErr, err := c.call(probe, nil, "initialize", params, nil)
 		if err != nil || rpcErr != nil {
 			b.Close()
 			why := error(rpcErr)
@@ -142,7 +142,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 			}
 			return nil, fmt.Errorf("bridge: the child answered neither server/discover nor initialize: %w", why)
 		}
-		c.Notify("notifications/initialized", nil)
+		c.notify("notifications/initialized", nil)
 		b.init = res
 	}
 	b.caps = jsonrpc.Field(b.init, "capabilities")
@@ -156,7 +156,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 // calls its child annotated as safe to repeat before a client ever asks.
 func (b *Bridge) learnTools(ctx context.Context, params json.RawMessage) {
 	for _, c := range b.clients {
-		c.Call(ctx, "tools/list", params, nil)
+		c.call(ctx, nil, "tools/list", params, nil)
 	}
 }
 
@@ -178,7 +178,7 @@ func (b *Bridge) Close() error {
 		}
 		results := make(chan error, len(b.clients))
 		for _, c := range b.clients { // all at once: each stop may wait out its child
-			go func() { results <- c.Close() }()
+			go func() { results <- c.close() }()
 		}
 		for range b.clients {
 			if err := <-results; err != nil {
@@ -203,7 +203,7 @@ func pin(state json.RawMessage, child int) json.RawMessage {
 	return out
 }
 
-func (b *Bridge) unpin(state json.RawMessage) (json.RawMessage, *supervise.Client) {
+func (b *Bridge) unpin(state json.RawMessage) (json.RawMessage, *childConn) {
 	var s string
 	if json.Unmarshal(state, &s) != nil {
 		return state, nil
@@ -218,7 +218,7 @@ func (b *Bridge) unpin(state json.RawMessage) (json.RawMessage, *supervise.Clien
 	return out, b.clients[i]
 }
 
-func (b *Bridge) index(c *supervise.Client) int {
+func (b *Bridge) index(c *childConn) int {
 	for i, x := range b.clients {
 		if x == c {
 			return i
@@ -228,8 +228,8 @@ func (b *Bridge) index(c *supervise.Client) int {
 }
 
 // pick returns the least-loaded child that is up.
-func (b *Bridge) pick() *supervise.Client {
-	var best *supervise.Client
+func (b *Bridge) pick() *childConn {
+	var best *childConn
 	for _, c := range b.clients {
 		select {
 		case <-c.Done():
@@ -245,7 +245,7 @@ func (b *Bridge) pick() *supervise.Client {
 
 // pin chooses the child for a new legacy session: the one with the fewest sessions pinned to
 // it (then the least loaded), so that sessions spread over the pool.
-func (b *Bridge) pin() (*supervise.Client, int) {
+func (b *Bridge) pin() (*childConn, int) {
 	best := -1
 	for i, c := range b.clients {
 		select {

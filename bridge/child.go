@@ -11,28 +11,34 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/supervise"
 )
 
-// sessionChild is the child process of one initialize-generation HTTP session (a child that
-// speaks only that generation): the supervisor's proxy core (supervise.ServeFrames: replay,
-// poison detection, the client's initialize replayed on a restart, the stop sequence) with an
-// actor in front that, unlike supervise.Client, hands the session everything the child says:
+// childConn is the bridge's client of one supervised child: the supervisor's proxy core
+// (supervise.ServeFrames: replay, poison detection, a legacy initialize replayed on a
+// restart, the stop sequence) with an actor in front that, unlike supervise.Client, hands on
+// everything the child says:
 //
 //   - a response goes to the call that waits for it;
-//   - progress goes to the call whose token it names; a log message while exactly one call is
-//     in flight goes to that call (its POST stream), as does nothing else;
+//   - progress goes to the call whose token it names, a listen's notifications to the listen
+//     they name; a log message goes to the one call in flight that is not a listen, when
+//     there is exactly one (over stdio a log message names no request; MCP 2026-07-28 never
+//     sends one on a listen stream, Basic › Patterns › Subscriptions);
 //   - every other notification (resource updates, list changes, log messages between calls)
-//     goes to the session's Peer, the client's GET stream: the child is the session's alone,
-//     so all it says is the session's (MCP 2025-11-25, Transports › Session Management);
+//     goes to the session the child is attached to, if any: a child of a session's own is
+//     the session's alone, so all it says is the session's (MCP 2025-11-25, Transports ›
+//     Session Management);
 //   - a request of the child's to its client (sampling, elicitation, roots) is asked of the
-//     client on the stream of a call in flight, and the answer goes back to the child; with no
-//     call in flight there is no stream to ask on, and the child is answered with an error.
+//     client on the stream of a call in flight that can carry it (a call given its HTTP
+//     request), and the answer goes back to the child; with none, the child is answered with
+//     an error.
 //
-// It is spawned ahead as a spare, and initialized only when a session claims it, with that
+// The pool's children are childConns shared by every request; a session's own child is
+// spawned ahead as a spare, and initialized only when a session claims it, with that
 // client's own initialize: the client's capabilities are what the child sees.
-type sessionChild struct {
+type childConn struct {
 	name    string
 	in      chan []byte  // frames to the proxy core; closed by close
 	inMu    sync.RWMutex // held to send on in, and taken alone to close it
@@ -42,22 +48,24 @@ type sessionChild struct {
 	proxied chan error     // the core's result, once
 	asks    sync.WaitGroup // the asks of the client, and notifications waiting for room
 	nextID  atomic.Int64
+	load    atomic.Int64 // calls in flight, for least-loaded routing
 	log     *zap.Logger
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// childMsg is a message to a sessionChild's actor: a call to register (or, call nil, to
+// childMsg is a message to a childConn's actor: a call to register (or, call nil, to
 // forget), or the session's Peer to hand notifications to.
 type childMsg struct {
 	id     string
 	call   *childCall
-	peer   *runtime.Peer
+	sink   func(method string, params json.RawMessage)
 	answer chan struct{}
 }
 
 type childCall struct {
+	listen bool             // a subscriptions/listen stream
 	ctx    context.Context  // the call's; ended when it returns, which ends its asks
 	rt     *runtime.Request // the HTTP request it serves: its stream carries the child's asks
 	reply  chan childReply  // buffered: the actor never waits on it
@@ -74,10 +82,10 @@ type childReply struct {
 var errChildGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the session's server is gone; initialize again",
 	Data: map[string]any{"retryable": false}}
 
-// startSessionChild spawns a child behind the proxy core under ctx (the bridge's).
-func startSessionChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger) *sessionChild {
+// startChild spawns a child behind the proxy core under ctx (the bridge's).
+func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger) *childConn {
 	spec.Command.Name = name
-	c := &sessionChild{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
+	c := &childConn{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
 		proxied: make(chan error, 1), log: log.With(zap.String("child", name))}
 	opts.Logger = c.log
 	out := make(chan []byte, 256)
@@ -91,10 +99,20 @@ func startSessionChild(ctx context.Context, name string, spec supervise.Spec, op
 	return c
 }
 
-// attach makes peer the receiver of what the child says outside calls.
-func (c *sessionChild) attach(peer *runtime.Peer) error { return c.tell(childMsg{peer: peer}) }
+// attach makes sink the receiver of what the child says outside calls (on the child's actor:
+// it must not wait long).
+func (c *childConn) attach(sink func(method string, params json.RawMessage)) error {
+	return c.tell(childMsg{sink: sink})
+}
 
-func (c *sessionChild) tell(m childMsg) error {
+// toPeer is the sink of a session's own child: the session's GET stream.
+func toPeer(peer *runtime.Peer) func(string, json.RawMessage) {
+	return func(method string, params json.RawMessage) {
+		peer.Notify(method, params) // fails only once the session has ended
+	}
+}
+
+func (c *childConn) tell(m childMsg) error {
 	m.answer = make(chan struct{})
 	select {
 	case c.mailbox <- m:
@@ -106,7 +124,7 @@ func (c *sessionChild) tell(m childMsg) error {
 }
 
 // send hands a frame to the core, waiting for room; it fails once the child is closed or gone.
-func (c *sessionChild) send(frame []byte) error {
+func (c *childConn) send(frame []byte) error {
 	c.inMu.RLock()
 	defer c.inMu.RUnlock()
 	if c.inShut {
@@ -121,7 +139,7 @@ func (c *sessionChild) send(frame []byte) error {
 }
 
 // trySend hands a frame to the core if there is room at once.
-func (c *sessionChild) trySend(frame []byte) bool {
+func (c *childConn) trySend(frame []byte) bool {
 	c.inMu.RLock()
 	defer c.inMu.RUnlock()
 	if c.inShut {
@@ -139,7 +157,7 @@ func (c *sessionChild) trySend(frame []byte) bool {
 // on the session's dispatcher, which must never block. When the core's input is full (it is
 // itself waiting for the session to take the child's output), the send goes on in a goroutine
 // of the child's, which close waits for.
-func (c *sessionChild) notify(method string, params json.RawMessage) {
+func (c *childConn) notify(method string, params json.RawMessage) {
 	frame := jsonrpc.AppendNotification(nil, method, params)
 	c.inMu.RLock()
 	defer c.inMu.RUnlock()
@@ -156,8 +174,10 @@ func (c *sessionChild) notify(method string, params json.RawMessage) {
 // call sends a request to the child and waits for its answer, as supervise.Client.Call does;
 // rt, when not nil, is the HTTP request the call serves, on whose stream the child's own
 // requests are asked of the client while the call is in flight.
-func (c *sessionChild) call(ctx context.Context, rt *runtime.Request, method string, params json.RawMessage,
+func (c *childConn) call(ctx context.Context, rt *runtime.Request, method string, params json.RawMessage,
 	notify func(method string, params json.RawMessage)) (json.RawMessage, *jsonrpc.Error, error) {
+	c.load.Add(1)
+	defer c.load.Add(-1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := "s" + strconv.FormatInt(c.nextID.Add(1), 10)
@@ -166,7 +186,7 @@ func (c *sessionChild) call(ctx context.Context, rt *runtime.Request, method str
 		// Unique per call: the child's progress is routed by it.
 		params = jsonrpc.SetMember(params, "_meta", jsonrpc.SetMember(jsonrpc.Field(params, "_meta"), "progressToken", json.RawMessage(idJSON)))
 	}
-	cl := &childCall{ctx: ctx, rt: rt, reply: make(chan childReply, 1), notify: notify}
+	cl := &childCall{listen: method == "subscriptions/listen", ctx: ctx, rt: rt, reply: make(chan childReply, 1), notify: notify}
 	if err := c.tell(childMsg{id: string(idJSON), call: cl}); err != nil {
 		return nil, nil, err
 	}
@@ -190,7 +210,7 @@ func (c *sessionChild) call(ctx context.Context, rt *runtime.Request, method str
 // close ends the child's input: the core answers what is in flight within its drain and stops
 // the child with the full sequence. It returns the core's error (supervise.ErrGaveUp if the
 // supervisor had given up). Safe to call more than once, from any goroutine.
-func (c *sessionChild) close() error {
+func (c *childConn) close() error {
 	c.closeOnce.Do(func() {
 		c.inMu.Lock()
 		c.inShut = true
@@ -205,16 +225,16 @@ func (c *sessionChild) close() error {
 
 // route is the child's actor: it owns the table of calls and the session's Peer, and takes
 // what the core sends until the core returns and closes frames.
-func (c *sessionChild) route(frames <-chan []byte) {
+func (c *childConn) route(frames <-chan []byte) {
 	calls := map[string]*childCall{}
-	var peer *runtime.Peer
+	var sink func(method string, params json.RawMessage)
 	defer close(c.done)
 	for {
 		select {
 		case m := <-c.mailbox:
 			switch {
-			case m.peer != nil:
-				peer = m.peer
+			case m.sink != nil:
+				sink = m.sink
 			case m.call != nil:
 				calls[m.id] = m.call
 			default:
@@ -225,16 +245,16 @@ func (c *sessionChild) route(frames <-chan []byte) {
 			if !ok {
 				for _, cl := range calls {
 					cl.reply <- childReply{err: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-						Message: "Internal error: the session's server is gone", Data: map[string]any{"retryable": false}}}
+						Message: "Internal error: the server is gone", Data: map[string]any{"retryable": false}}}
 				}
 				return
 			}
-			c.frame(f, calls, peer)
+			c.frame(f, calls, sink)
 		}
 	}
 }
 
-func (c *sessionChild) frame(f []byte, calls map[string]*childCall, peer *runtime.Peer) {
+func (c *childConn) frame(f []byte, calls map[string]*childCall, sink func(string, json.RawMessage)) {
 	m, err := jsonrpc.Decode(f)
 	if err != nil && m.Kind != jsonrpc.KindResponse {
 		return
@@ -257,29 +277,51 @@ func (c *sessionChild) frame(f []byte, calls map[string]*childCall, peer *runtim
 		var cl *childCall
 		if tok := jsonrpc.Field(m.Params, "progressToken"); tok != nil {
 			cl = calls[string(tok)]
-		} else if m.Method == "notifications/message" && len(calls) == 1 {
-			for _, only := range calls {
-				cl = only
-			}
+		} else if sub := jsonrpc.Field(jsonrpc.Field(m.Params, "_meta"), mcp.MetaSubscriptionID); sub != nil {
+			cl = calls[string(sub)]
+		} else if m.Method == "notifications/message" {
+			cl = onlyCall(calls)
 		}
 		switch {
 		case cl != nil && cl.notify != nil:
 			cl.notify(m.Method, m.Params)
-		case cl == nil && peer != nil && m.Method != "notifications/progress":
-			peer.Notify(m.Method, m.Params) // fails only once the session has ended
+		case cl == nil && sink != nil && m.Method != "notifications/progress" && m.Method != "notifications/subscriptions/acknowledged":
+			sink(m.Method, m.Params)
 		}
 	case jsonrpc.KindRequest:
 		c.ask(m, calls)
 	}
 }
 
+// onlyCall returns the one call in flight that is not a listen, if there is exactly one.
+func onlyCall(calls map[string]*childCall) *childCall {
+	var only *childCall
+	for _, cl := range calls {
+		if cl.listen {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = cl
+	}
+	return only
+}
+
+// Load reports how many calls are in flight, for least-loaded routing.
+func (c *childConn) Load() int64 { return c.load.Load() }
+
+// Done is closed once the child can take no more calls: its supervisor gave up, or it was
+// closed.
+func (c *childConn) Done() <-chan struct{} { return c.done }
+
 // ask puts the child's request to the client on the stream of a call in flight (any: they
 // all reach the same client), in a goroutine of the child's that answers the child when the
 // client does.
-func (c *sessionChild) ask(m jsonrpc.Message, calls map[string]*childCall) {
+func (c *childConn) ask(m jsonrpc.Message, calls map[string]*childCall) {
 	var on *childCall
 	for _, cl := range calls {
-		if cl.rt != nil {
+		if cl.rt != nil && !cl.listen {
 			on = cl
 			break
 		}

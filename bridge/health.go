@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/jsonrpc"
-	"github.com/relayrt/relay/supervise"
 )
 
 // health watches the pool: when the supervisor of every child has given up (each was
@@ -64,7 +63,7 @@ func (b *Bridge) unavailable() *jsonrpc.Error {
 
 // callError turns a failure of a call to a child of the pool into the client's answer.
 func (b *Bridge) callError(err error) error {
-	if errors.Is(err, supervise.ErrClientClosed) {
+	if errors.Is(err, errChildGone) {
 		return b.unavailable()
 	}
 	return err

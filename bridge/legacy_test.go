@@ -15,7 +15,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -35,11 +37,41 @@ func init() {
 // initialize and ping is served before initialize, and it has four tools: echo; whoami (its
 // pid); seen (the params of the initialize it was given, and every method it was sent, in
 // order); and sleep (ms milliseconds, in which it answers nothing else). It has no resource:
-// resources/read answers -32002, as 2025-11-25 says of a resource that does not exist.
+// resources/read answers -32002, as 2025-11-25 says of a resource that does not exist; but
+// resources/subscribe is accepted, and every 50 ms the child then says each subscribed
+// resource was updated, and also that its tools and prompts changed (it declares only the
+// tools' listChanged) and a log message.
 func runLegacyChild() int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 16<<20)
 	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex // the ticker below writes too
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		outMu.Lock()
+		defer outMu.Unlock()
+		out.Write(append(b, '\n'))
+		out.Flush()
+	}
+	var subsMu sync.Mutex
+	var subs []string
+	go func() { // ends with the process
+		for range time.Tick(50 * time.Millisecond) {
+			subsMu.Lock()
+			uris := slices.Clone(subs)
+			subsMu.Unlock()
+			if len(uris) == 0 {
+				continue
+			}
+			for _, uri := range uris {
+				write(map[string]any{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": map[string]any{"uri": uri}})
+			}
+			for _, m := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed"} {
+				write(map[string]any{"jsonrpc": "2.0", "method": m})
+			}
+			write(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "error", "data": "a log"}})
+		}
+	}()
 	initialized := false
 	var initParams json.RawMessage
 	var methods []string
@@ -74,8 +106,9 @@ func runLegacyChild() int {
 			}
 			result = map[string]any{
 				"protocolVersion": version,
-				"capabilities":    map[string]any{"tools": map[string]any{}},
-				"serverInfo":      map[string]any{"name": "legacy-child", "version": "0.1.0"},
+				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true},
+					"resources": map[string]any{"subscribe": true}},
+				"serverInfo": map[string]any{"name": "legacy-child", "version": "0.1.0"},
 			}
 		case msg.Method == "ping":
 			result = map[string]any{}
@@ -119,6 +152,13 @@ func runLegacyChild() int {
 			default:
 				result = map[string]any{"content": []any{map[string]any{"type": "text", "text": p.Arguments.Text}}}
 			}
+		case msg.Method == "resources/subscribe":
+			var p struct{ URI string }
+			json.Unmarshal(msg.Params, &p)
+			subsMu.Lock()
+			subs = append(subs, p.URI)
+			subsMu.Unlock()
+			result = map[string]any{}
 		case msg.Method == "resources/read": // no resource exists: 2025-11-25's not found
 			var p struct{ URI string }
 			json.Unmarshal(msg.Params, &p)
@@ -132,9 +172,7 @@ func runLegacyChild() int {
 		} else {
 			reply["result"] = result
 		}
-		b, _ := json.Marshal(reply)
-		out.Write(append(b, '\n'))
-		out.Flush()
+		write(reply)
 	}
 	return 0
 }

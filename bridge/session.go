@@ -10,7 +10,6 @@ import (
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
-	"github.com/relayrt/relay/supervise"
 )
 
 // session is one HTTP connection's (or legacy session's) view of the bridge.
@@ -20,14 +19,19 @@ type session struct {
 	legacy     bool // the client opened with initialize
 	clientCaps json.RawMessage
 	logLevel   string
-	pinned     *supervise.Client // a legacy session's child of the pool, chosen at initialize, for its life
+	pinned     *childConn // a legacy session's child of the pool, chosen at initialize, for its life
 	pinIndex   int
-	own        *childSlot // a legacy session's own child, when the children are legacy too
+	own        *childSlot      // a legacy session's own child, when the children are legacy too
+	listener   *legacyListener // a legacy session's listen on its pinned 2026-07-28 child
+	subs       []string        // and the resources it subscribed to
 }
 
 // Close releases the session's pin, or stops its own child; the runtime calls it when the
 // session ends.
 func (s *session) Close() {
+	if s.listener != nil {
+		s.listener.close()
+	}
 	if s.pinned != nil {
 		s.b.pins[s.pinIndex].Add(-1)
 	}
@@ -58,6 +62,8 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 	case modern && req.Method == "subscriptions/listen" && !s.b.legacy:
 		// A stream for the connection's life; it counts against the budget as any request does.
 		return runtime.Route{Handler: s.listen}
+	case modern && req.Method == "subscriptions/listen":
+		return runtime.Route{Handler: s.listenLegacy}
 	case modern:
 		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
 	case req.Method == "initialize" && s.b.own != nil && s.own == nil:
@@ -77,7 +83,17 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 		s.logLevel = level // sent with every request as _meta logLevel
 		return runtime.Route{Result: json.RawMessage(`{}`)}
 	case (req.Method == "resources/subscribe" || req.Method == "resources/unsubscribe") && !s.b.legacy:
-		return runtime.Route{Result: json.RawMessage(`{}`)} // not yet delivered through the bridge
+		// Delivered by the session's listen on its child, re-opened with the new set.
+		var uri string
+		json.Unmarshal(jsonrpc.Field(req.Params, "uri"), &uri)
+		s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+		if req.Method == "resources/subscribe" {
+			s.subs = append(s.subs, uri)
+		}
+		if s.listener != nil {
+			s.listener.update(s.b.caps, s.clientCaps, s.subs)
+		}
+		return runtime.Route{Result: json.RawMessage(`{}`)}
 	}
 	return runtime.Route{Handler: s.forward(false, !s.b.legacy)}
 }
@@ -92,7 +108,7 @@ func (s *session) claim(req *runtime.Request) runtime.Route {
 	return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
 		c, err := s.b.own.claim(ctx)
 		if err == nil {
-			err = c.attach(peer)
+			err = c.attach(toPeer(peer))
 		}
 		if err != nil {
 			if c != nil {
@@ -162,6 +178,9 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 	if s.clientCaps == nil {
 		s.clientCaps = json.RawMessage(`{}`)
 	}
+	if s.pinned != nil && s.listener == nil && !s.b.legacy {
+		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.caps, s.clientCaps)
+	}
 	caps := s.b.caps
 	if caps == nil {
 		caps = json.RawMessage(`{}`)
@@ -175,7 +194,7 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 func (b *Bridge) discoverFromInit() json.RawMessage {
 	out, _ := json.Marshal(map[string]any{
 		"resultType": "complete", "supportedVersions": mcp.ModernVersions,
-		"capabilities": b.caps, "ttlMs": 0, "cacheScope": "public",
+		"capabilities": modernCaps(b.caps), "ttlMs": 0, "cacheScope": "public",
 		"_meta": map[string]json.RawMessage{mcp.MetaServerInfo: b.info},
 	})
 	return out
@@ -226,11 +245,14 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if meta := jsonrpc.Field(p, "_meta"); jsonrpc.Field(meta, mcp.MetaSubscriptionID) != nil {
 				p = jsonrpc.SetMember(p, "_meta", jsonrpc.SetMember(meta, mcp.MetaSubscriptionID, json.RawMessage(rt.ID))) // the client's listen id
 			}
+			if stripMeta && method == "notifications/message" && !wantsLog(rt.Params, p) {
+				return // a legacy child logs as it likes; a 2026-07-28 client only at its request
+			}
 			rt.Notify(method, p)
 		}
 		for round := 0; ; round++ {
 			callCtx, callParams, end := s.b.tel.StartCall(ctx, rt.Method, params)
-			res, rpcErr, err := c.Call(callCtx, rt.Method, callParams, notify)
+			res, rpcErr, err := c.call(callCtx, nil, rt.Method, callParams, notify)
 			if err != nil {
 				end(err)
 				return nil, s.b.callError(err)
@@ -339,7 +361,7 @@ func mustJSON(v any) json.RawMessage {
 type childSlot struct {
 	ready  chan struct{} // closed once filled
 	mu     sync.Mutex
-	c      *sessionChild
+	c      *childConn
 	err    error
 	filled bool
 	closed bool
@@ -349,7 +371,7 @@ func newChildSlot() *childSlot { return &childSlot{ready: make(chan struct{})} }
 
 // fill sets the child, or why there is none; false when the session has ended meanwhile (the
 // caller hands the child back).
-func (s *childSlot) fill(c *sessionChild, err error) bool {
+func (s *childSlot) fill(c *childConn, err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.filled {
@@ -366,14 +388,14 @@ func (s *childSlot) fill(c *sessionChild, err error) bool {
 }
 
 // get returns the child if it is there now.
-func (s *childSlot) get() *sessionChild {
+func (s *childSlot) get() *childConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.c
 }
 
 // wait returns the child once the session's initialize has claimed it.
-func (s *childSlot) wait(ctx context.Context) (*sessionChild, error) {
+func (s *childSlot) wait(ctx context.Context) (*childConn, error) {
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
@@ -391,7 +413,7 @@ func (s *childSlot) wait(ctx context.Context) (*sessionChild, error) {
 }
 
 // close empties the slot at the session's end and returns the child to hand back, if any.
-func (s *childSlot) close() *sessionChild {
+func (s *childSlot) close() *childConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true

@@ -31,16 +31,16 @@ type sessionChildren struct {
 	log   *zap.Logger
 	name  string
 
-	slots  chan struct{}      // one per child claimed and not yet handed back; its capacity is the bound
-	spares chan *sessionChild // warm children, not initialized
-	room   chan struct{}      // one per spare the keeper is to spawn
-	stop   chan struct{}      // closed by close: the keeper ends, claims fail
+	slots  chan struct{}   // one per child claimed and not yet handed back; its capacity is the bound
+	spares chan *childConn // warm children, not initialized
+	room   chan struct{}   // one per spare the keeper is to spawn
+	stop   chan struct{}   // closed by close: the keeper ends, claims fail
 
 	keeper   sync.WaitGroup // the spare keeper
 	stopping sync.WaitGroup // children being stopped
 
 	mu     sync.Mutex
-	live   map[*sessionChild]bool // claimed, not yet handed back
+	live   map[*childConn]bool // claimed, not yet handed back
 	seq    int
 	closed bool
 }
@@ -52,8 +52,8 @@ const claimWait = 2 * time.Second
 func newSessionChildren(ctx context.Context, opts Options) *sessionChildren {
 	spares := max(opts.Spares, 0)
 	s := &sessionChildren{ctx: ctx, spec: opts.Spec, proxy: opts.Proxy, log: opts.Logger, name: nameOf(opts.Spec.Command),
-		slots: make(chan struct{}, opts.MaxSessions), spares: make(chan *sessionChild, spares),
-		room: make(chan struct{}, spares), stop: make(chan struct{}), live: map[*sessionChild]bool{}}
+		slots: make(chan struct{}, opts.MaxSessions), spares: make(chan *childConn, spares),
+		room: make(chan struct{}, spares), stop: make(chan struct{}), live: map[*childConn]bool{}}
 	for range spares {
 		s.room <- struct{}{}
 	}
@@ -79,12 +79,12 @@ func (s *sessionChildren) keep() {
 	}
 }
 
-func (s *sessionChildren) spawn() *sessionChild {
+func (s *sessionChildren) spawn() *childConn {
 	s.mu.Lock()
 	s.seq++
 	name := s.name + "/s" + strconv.Itoa(s.seq)
 	s.mu.Unlock()
-	return startSessionChild(s.ctx, name, s.spec, s.proxy, s.log)
+	return startChild(s.ctx, name, s.spec, s.proxy, s.log)
 }
 
 // errSessionsFull is the answer to an initialize beyond the bound.
@@ -98,7 +98,7 @@ var errBridgeClosed = &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: "Server 
 	Data: map[string]any{"reason": "shutting down", "retryable": false}}
 
 // claim gives a new session its child: a warm spare if one is left, else one spawned now.
-func (s *sessionChildren) claim(ctx context.Context) (*sessionChild, error) {
+func (s *sessionChildren) claim(ctx context.Context) (*childConn, error) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -114,7 +114,7 @@ func (s *sessionChildren) claim(ctx context.Context) (*sessionChild, error) {
 			return nil, errBridgeClosed
 		}
 	}
-	var c *sessionChild
+	var c *childConn
 	for c == nil {
 		select {
 		case c = <-s.spares:
@@ -143,7 +143,7 @@ func (s *sessionChildren) claim(ctx context.Context) (*sessionChild, error) {
 
 // release hands back a session's child: its slot is free at once, and the child is stopped
 // in the background.
-func (s *sessionChildren) release(c *sessionChild) {
+func (s *sessionChildren) release(c *childConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.live[c] {
@@ -159,7 +159,7 @@ func (s *sessionChildren) release(c *sessionChild) {
 }
 
 // retire stops a child that was never claimed.
-func (s *sessionChildren) retire(c *sessionChild) {
+func (s *sessionChildren) retire(c *childConn) {
 	s.stopping.Go(func() { c.close() })
 }
 
@@ -174,7 +174,7 @@ func (s *sessionChildren) close() {
 	}
 	s.closed = true
 	close(s.stop)
-	held := make([]*sessionChild, 0, len(s.live))
+	held := make([]*childConn, 0, len(s.live))
 	for c := range s.live {
 		held = append(held, c)
 		delete(s.live, c)

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/relayrt/relay/jsonrpc"
@@ -94,4 +95,32 @@ func namesMissingResource(e *jsonrpc.Error) bool {
 	}
 	data, _ := json.Marshal(e.Data)
 	return jsonrpc.Field(data, "uri") != nil
+}
+
+// modernCaps keeps of a legacy child's capabilities those that 2026-07-28 has (MCP
+// 2026-07-28, schema ServerCapabilities): not 2025-11-25's tasks, say.
+func modernCaps(caps json.RawMessage) json.RawMessage {
+	out := json.RawMessage(`{}`)
+	jsonrpc.EachMember(caps, func(k, v []byte) bool {
+		switch string(k) {
+		case "experimental", "logging", "completions", "prompts", "resources", "tools", "extensions":
+			out = jsonrpc.SetMember(out, string(k), append(json.RawMessage(nil), v...))
+		}
+		return true
+	})
+	return out
+}
+
+// logLevels are MCP's levels, least severe first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// wantsLog reports whether a 2026-07-28 request asked for a log message (MCP 2026-07-28,
+// Server › Utilities › Logging: only when the request carried _meta logLevel, and only at
+// that level or above).
+func wantsLog(request, message json.RawMessage) bool {
+	var want, level string
+	json.Unmarshal(jsonrpc.Field(jsonrpc.Field(request, "_meta"), mcp.MetaLogLevel), &want)
+	json.Unmarshal(jsonrpc.Field(message, "level"), &level)
+	w, l := slices.Index(logLevels, want), slices.Index(logLevels, level)
+	return w >= 0 && l >= w
 }

@@ -301,7 +301,8 @@ func legacyServer(t *testing.T) []string {
 // TypeScript server, whose SDK knows no version past 2025-11-25). The bridge initializes
 // each child itself, answers server/discover from what they declared, and modernizes every
 // result (resultType, serverInfo): the SDK client negotiates 2026-07-28, lists the tools
-// and calls echo.
+// and calls echo, and subscribes to a resource (a listen the bridge serves with a child of
+// its own).
 func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 	url := startBridge(t, 2, legacyServer(t)...)
 	cs, wire := connectHTTP(t, url, nil)
@@ -340,6 +341,34 @@ func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 		if out.IsError || textOf(t, out.Content) != "Echo: "+text {
 			t.Errorf("echo %d: %+v, want %q", i, out.Content, "Echo: "+text)
 		}
+	}
+
+	// A9: the legacy child has no subscriptions/listen; the bridge gives the listen a child of
+	// its own, subscribed to the resource, and acknowledges it with the listen's id.
+	var resource string
+	for r, err := range cs.Resources(stepCtx(t), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		resource = r.URI
+		break
+	}
+	if err := cs.Subscribe(stepCtx(t), &mcp.SubscribeParams{URI: resource}); err != nil {
+		t.Fatalf("subscribe to %s through the bridge: %v\nwire:\n%s", resource, err, wire.summary())
+	}
+	listen, ok := wire.request(t, "subscriptions/listen", nil)
+	if !ok {
+		t.Fatal("no subscriptions/listen on the wire")
+	}
+	wire.waitFor(t, 10*time.Second, "the listen's acknowledgement", func(ms []wireMsg) bool {
+		return slices.ContainsFunc(ms, func(m wireMsg) bool {
+			return !m.Sent && m.Method == "notifications/subscriptions/acknowledged" &&
+				strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":`+string(listen.ID)) &&
+				strings.Contains(string(m.Params), resource)
+		})
+	})
+	if err := cs.Unsubscribe(stepCtx(t), &mcp.UnsubscribeParams{URI: resource}); err != nil {
+		t.Fatal(err)
 	}
 
 	// On the wire: every result the client got is a modern one.
