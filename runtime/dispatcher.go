@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -26,7 +27,8 @@ const (
 	evDone evKind = iota
 	evNotify
 	evCall
-	evPeer // a notification of the session's, tied to no request
+	evPeer     // a notification of the session's, tied to no request
+	evDetached // the handler returned a Continuation: its worker is free
 )
 
 // event is a message from a request actor to its dispatcher.
@@ -38,19 +40,19 @@ type event struct {
 	call   *call
 }
 
-// entry is the dispatcher's record of one request in flight. It fits the allocator's 160-byte
+// entry is the dispatcher's record of one request in flight. It fits the allocator's 144-byte
 // size class; size is an int32 so that it still does.
 type entry struct {
 	req       Request // one allocation for both
 	key       string  // the id, copied: nothing a handler does to req.ID can lose the entry
-	handler   Handler
 	cancel    context.CancelCauseFunc
 	size      int32 // bytes of the frame it holds, counted against the budget
 	cancelled bool  // by the peer
 	abandoned bool  // at the drain deadline
 	batch     *batch
-	calls     []string // our requests to the peer on its behalf
-	w         *worker  // the worker running it
+	calls     *[]string   // our requests to the peer on its behalf (rare: made by the first)
+	w         *worker     // the worker running it; nil once it is detached
+	end       func(error) // the Observer's end, for a detached request
 }
 
 // batch collects the answers to the members of one JSON-RPC batch.
@@ -413,13 +415,13 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	} else {
 		key := string(m.ID)
-		e.key, e.handler, e.size, e.req.e = key, r.Handler, int32(size), e
+		e.key, e.size, e.req.e = key, int32(size), e
 		d.table[key] = e
 		d.bytes += size
 		if b != nil {
 			b.pending++
 		}
-		d.start(e)
+		d.start(e, r.Handler)
 	}
 	if r.Shutdown {
 		d.shutdown()
@@ -434,57 +436,140 @@ func (d *dispatcher) shutdown() {
 	d.beginDrain()
 }
 
-func (d *dispatcher) start(e *entry) {
+func (d *dispatcher) start(e *entry, h Handler) {
 	d.actors++
 	ctx, cancel := context.WithCancelCause(d.base)
 	e.cancel = cancel
-	d.runWorker(job{ctx: ctx, e: e})
+	d.runWorker(job{ctx: ctx, e: e, h: h})
 }
 
 // runActor is the body of a request actor. It is kept small, and the error paths out of line,
 // because its frame sits under every handler's: a frame of a few hundred bytes here is what
 // decides whether an idle request's goroutine fits in the initial 2 KiB stack or needs 4 KiB.
-func (d *dispatcher) runActor(ctx context.Context, e *entry) {
+func (d *dispatcher) runActor(ctx context.Context, e *entry, h Handler) {
 	if d.s.opts.observer != nil {
-		d.runObserved(ctx, e)
+		d.runObserved(ctx, e, h)
 		return
 	}
-	frame, err := d.handle(ctx, e)
+	frame, next, err := d.handle(ctx, e, h)
+	if next != nil {
+		d.detach(ctx, e, next)
+		return
+	}
 	d.done(ctx, e, frame, err)
 }
 
-// handle runs e's handler and encodes its result; a panic of either (an Appender or a
-// MarshalJSON may panic too) is its error.
-func (d *dispatcher) handle(ctx context.Context, e *entry) (frame []byte, err error) {
+// handle runs e's handler and encodes its result, unless it is a Continuation, which it
+// returns; a panic of either (an Appender or a MarshalJSON may panic too) is its error.
+func (d *dispatcher) handle(ctx context.Context, e *entry, h Handler) (frame []byte, next Continuation, err error) {
 	err = actors.Recover(func() error {
-		result, herr := e.handler(ctx, &e.req)
+		result, herr := h(ctx, &e.req)
 		if herr == nil {
+			if c, ok := result.(Continuation); ok {
+				next = c
+				return nil
+			}
 			frame = d.encodeResult(e.req.ID, result)
 		}
 		return herr
 	})
-	return frame, err
+	return frame, next, err
+}
+
+// detach runs the rest of e's handler on a goroutine of its own (see Continuation). The
+// dispatcher learns first that the worker is free, so that the request's completion, which
+// the new goroutine sends, always comes after it. The goroutine is the request's actor from
+// then on: it holds the request's place in the table until it reports, as a worker does.
+//
+//go:noinline
+func (d *dispatcher) detach(ctx context.Context, e *entry, next Continuation) {
+	d.send(event{kind: evDetached, e: e})
+	c := &detached{ctx: ctx, e: e, next: next}
+	go c.run()
+}
+
+// detached is a request whose handler goes on in a continuation, on a goroutine of its own.
+type detached struct {
+	ctx    context.Context
+	e      *entry
+	next   Continuation
+	result any // what next returned
+	err    error
+}
+
+// run is the goroutine of a detached request. Its frame, and the one word its call of the
+// continuation takes, are all that sit between the goroutine's start and the continuation
+// (it recovers a panic itself, with no helper between), so that a continuation that only
+// waits stays within the initial stack; the result is encoded after it has returned, in
+// continued.
+func (c *detached) run() {
+	defer c.continued()
+	c.result, c.err = c.next()
+}
+
+// continued is run's deferred end: a panic is the request's error.
+func (c *detached) continued() {
+	if p := recover(); p != nil {
+		c.result, c.err = nil, &actors.PanicError{Value: p, Stack: debug.Stack()}
+	}
+	c.e.req.d.continued(c)
+}
+
+// continued reports a continuation's end as runActor reports a handler's; a Continuation that
+// it returned is called in turn, on the same goroutine.
+//
+//go:noinline
+func (d *dispatcher) continued(c *detached) {
+	ctx, e, result, err := c.ctx, c.e, c.result, c.err
+	c.result, c.err = nil, nil
+	if next, ok := result.(Continuation); ok && err == nil {
+		c.next = next
+		c.run()
+		return
+	}
+	var frame []byte
+	if err == nil {
+		err = actors.Recover(func() error {
+			frame = d.encodeResult(e.req.ID, result)
+			return nil
+		})
+	}
+	frame, err = ended(e.end, frame, err)
+	d.done(ctx, e, frame, err)
 }
 
 // runObserved is runActor under the Server's Observer (WithObserver). A panic of the
 // observer's is the request's error, as a handler's is.
 //
 //go:noinline
-func (d *dispatcher) runObserved(ctx context.Context, e *entry) {
+func (d *dispatcher) runObserved(ctx context.Context, e *entry, h Handler) {
 	var frame []byte
+	var next Continuation
 	var end func(error)
 	err := actors.Recover(func() error {
 		var err error
 		ctx, end = d.s.opts.observer.Start(ctx, &e.req)
-		frame, err = d.handle(ctx, e)
+		frame, next, err = d.handle(ctx, e, h)
 		return err
 	})
+	if next != nil {
+		e.end = end // for the continuation's goroutine, which starts after this
+		d.detach(ctx, e, next)
+		return
+	}
+	frame, err = ended(end, frame, err)
+	d.done(ctx, e, frame, err)
+}
+
+// ended calls an Observer's end (if any) with the handler's error; a panic of end's is the
+// request's error, unless it already has one.
+func ended(end func(error), frame []byte, err error) ([]byte, error) {
 	if end != nil {
 		if perr := actors.Recover(func() error { end(err); return nil }); perr != nil && err == nil {
 			frame, err = nil, perr
 		}
 	}
-	d.done(ctx, e, frame, err)
+	return frame, err
 }
 
 // done reports a finished handler to the dispatcher.
@@ -565,10 +650,18 @@ func (d *dispatcher) event(ev event) {
 		d.nextCall++
 		id := jsonrpc.ID(strconv.AppendInt(nil, d.nextCall, 10))
 		d.pending[string(id)] = ev.call
-		e.calls = append(e.calls, string(id))
+		if e.calls == nil {
+			e.calls = new([]string)
+		}
+		*e.calls = append(*e.calls, string(id))
 		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
-	case evDone:
+	case evDetached:
 		d.becameIdle(e.w)
+		e.w = nil
+	case evDone:
+		if e.w != nil {
+			d.becameIdle(e.w)
+		}
 		d.actors--
 		d.forget(e)
 		frame := ev.frame
@@ -594,8 +687,10 @@ func (d *dispatcher) forget(e *entry) {
 		delete(d.table, e.key)
 		d.bytes -= int(e.size)
 	}
-	for _, id := range e.calls {
-		delete(d.pending, id)
+	if e.calls != nil {
+		for _, id := range *e.calls {
+			delete(d.pending, id)
+		}
 	}
 }
 

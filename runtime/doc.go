@@ -18,10 +18,12 @@
 // the Session for a Route, and either answers at once or hands the route's Handler to a
 // worker, a goroutine that runs requests one after another (it is reused so that its grown
 // stack is not copied again for every request; each request still runs alone, with its own
-// context, and reports to the dispatcher as an actor). A request actor's output goes back
-// through the dispatcher, which drops it if the request was cancelled and the profile says a
-// cancelled request is not answered: no frame for a cancelled request can slip out after the
-// cancel was read.
+// context, and reports to the dispatcher as an actor). A handler that may wait long can return
+// a Continuation: its first part ran on the worker, which goes back to its pool, and the rest
+// runs on a goroutine of its own that keeps only a small stack while it waits (MCP's tools do,
+// once a tool's calls pile up). A request actor's output goes back through the dispatcher,
+// which drops it if the request was cancelled and the profile says a cancelled request is not
+// answered: no frame for a cancelled request can slip out after the cancel was read.
 //
 // Admission is a budget per connection, not a queue (WithBudget): a request starts at once if
 // the requests in flight stay within their count (default 131,072) and the frames they hold

@@ -13,9 +13,11 @@ import (
 //
 // The dispatcher owns its workers. It hands a request to the worker that became idle last
 // (its stack and caches are the warmest) or starts a new one; it learns that a worker is idle
-// from the completion of its request; it ends workers that stay idle for workerIdle to
-// 2×workerIdle; and it ends them all when it stops. A worker itself keeps no timer and waits
-// on nothing but its own mailbox.
+// from the completion of its request, or from its detaching (a handler that returned a
+// Continuation, which goes on on a goroutine of its own: a worker's stack is as deep as its
+// deepest request, and a request that waits on it would keep all of it); it ends workers that
+// stay idle for workerIdle to 2×workerIdle; and it ends them all when it stops. A worker
+// itself keeps no timer and waits on nothing but its own mailbox.
 type worker struct {
 	jobs chan job // buffered: the dispatcher never waits to hand over a request
 	gen  uint32   // the dispatcher's reap generation when the worker last became idle
@@ -25,6 +27,7 @@ type worker struct {
 type job struct {
 	ctx context.Context
 	e   *entry
+	h   Handler
 }
 
 // workerIdle is how long an idle worker waits for another request, at least, before it ends.
@@ -49,7 +52,7 @@ func (d *dispatcher) runWorker(j job) {
 // that the worker is idle again.
 func (d *dispatcher) work(w *worker, j job) {
 	for {
-		d.runActor(j.ctx, j.e)
+		d.runActor(j.ctx, j.e, j.h)
 		var ok bool
 		if j, ok = <-w.jobs; !ok {
 			return
