@@ -34,12 +34,17 @@ var (
 		"test_embedded_resource",
 		"test_error_handling",
 		"test_image_content",
+		"test_logging_tool",
+		"test_missing_capability",
 		"test_multiple_content_types",
 		"test_reconnection",
 		"test_sampling",
 		"test_simple_text",
+		"test_streaming_elicitation",
 		"test_tool_with_logging",
 		"test_tool_with_progress",
+		"test_trigger_prompt_change",
+		"test_trigger_tool_change",
 	}
 	fixtureResources = []string{uriStaticBinary, uriStaticText, uriWatched}
 	fixturePrompts   = []string{
@@ -696,6 +701,26 @@ var interactive = []struct {
 			raw, _ := json.Marshal(p["messages"])
 			if !strings.Contains(string(raw), "What is the capital of France?") || p["maxTokens"] == nil {
 				t.Errorf("sampling request must carry the prompt and maxTokens: %v", p)
+			}
+		},
+	},
+	{
+		tool: "test_missing_capability", method: "sampling/createMessage",
+		answer: map[string]any{"role": "assistant", "model": "test-model", "stopReason": "endTurn", "content": map[string]any{"type": "text", "text": "Hello."}},
+		want:   []string{"The client's model said: Hello."},
+		check: func(t *testing.T, p map[string]any) {
+			if p["messages"] == nil || p["maxTokens"] == nil {
+				t.Errorf("sampling request must carry messages and maxTokens: %v", p)
+			}
+		},
+	},
+	{
+		tool: "test_streaming_elicitation", method: "elicitation/create",
+		answer: map[string]any{"action": "accept", "content": map[string]any{"ok": true}},
+		want:   []string{"action=accept", `"ok":true`},
+		check: func(t *testing.T, p map[string]any) {
+			if props := schemaProps(t, p); p["message"] != "Continue?" || props["ok"] == nil {
+				t.Errorf("elicitation request must ask to continue, for a boolean ok: %v", p)
 			}
 		},
 	},

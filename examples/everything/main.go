@@ -1,8 +1,10 @@
 // Command everything is a stdio MCP server that exposes the fixture the official MCP
-// conformance suite expects of a server under test (shared/spec/CONFORMANCE.md §1): the
-// test_* tools, the test:// resources and template, the test_* prompts and a completion
-// handler. It serves both protocol generations on one process: clients that send
-// initialize (2025-11-25 and before) and stateless 2026-07-28 clients.
+// conformance suite expects of a server under test (shared/spec/CONFORMANCE.md): the test_*
+// tools, the test:// resources and template, the test_* prompts and a completion handler of
+// the suite's 0.1 line, and the diagnostic tools of its 0.2 line (diagnostics.go), each of
+// which makes the server exercise a rule of 2026-07-28. It serves both protocol generations
+// on one process: clients that send initialize (2025-11-25 and before) and stateless
+// 2026-07-28 clients.
 //
 // Tools that need the client (test_sampling and the test_elicitation* tools) ask it with a
 // server-to-client request under the initialize generation, and answer input_required under
@@ -140,6 +142,7 @@ func newServer() *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "relay-everything", Version: "1.0.0"},
 		&mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture."})
 	addTools(s)
+	addDiagnostics(s)
 	addResources(s)
 	addPrompts(s)
 	s.SetCompletionHandler(complete)
