@@ -34,6 +34,14 @@ var (
 		"test_embedded_resource",
 		"test_error_handling",
 		"test_image_content",
+		"test_input_required_result_capabilities",
+		"test_input_required_result_elicitation",
+		"test_input_required_result_list_roots",
+		"test_input_required_result_multi_round",
+		"test_input_required_result_multiple_inputs",
+		"test_input_required_result_request_state",
+		"test_input_required_result_sampling",
+		"test_input_required_result_tampered_state",
 		"test_logging_tool",
 		"test_missing_capability",
 		"test_multiple_content_types",
@@ -48,6 +56,7 @@ var (
 	}
 	fixtureResources = []string{uriStaticBinary, uriStaticText, uriWatched}
 	fixturePrompts   = []string{
+		"test_input_required_result_prompt",
 		"test_prompt_with_arguments",
 		"test_prompt_with_embedded_resource",
 		"test_prompt_with_image",
@@ -725,6 +734,42 @@ var interactive = []struct {
 		},
 	},
 	{
+		tool: "test_input_required_result_elicitation", method: "elicitation/create",
+		answer: map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}},
+		want:   []string{"Hello, Alice!"},
+		check: func(t *testing.T, p map[string]any) {
+			if props := schemaProps(t, p); p["message"] != "What is your name?" || props["name"] == nil {
+				t.Errorf("elicitation request must ask for a name: %v", p)
+			}
+		},
+	},
+	{
+		tool: "test_input_required_result_sampling", method: "sampling/createMessage",
+		answer: map[string]any{"role": "assistant", "model": "test-model", "stopReason": "endTurn", "content": map[string]any{"type": "text", "text": "Paris."}},
+		want:   []string{"The client's model answered: Paris."},
+		check: func(t *testing.T, p map[string]any) {
+			if raw, _ := json.Marshal(p["messages"]); !strings.Contains(string(raw), "capital of France") || p["maxTokens"] != float64(100) {
+				t.Errorf("sampling request must ask for the capital of France, in 100 tokens: %v", p)
+			}
+		},
+	},
+	{
+		tool: "test_input_required_result_list_roots", method: "roots/list",
+		answer: map[string]any{"roots": []any{map[string]any{"uri": "file:///test/root", "name": "Test Root"}}},
+		want:   []string{"The client's roots: file:///test/root"},
+		check:  func(t *testing.T, p map[string]any) {},
+	},
+	{
+		tool: "test_input_required_result_tampered_state", method: "elicitation/create",
+		answer: map[string]any{"action": "accept", "content": map[string]any{"ok": true}},
+		want:   []string{"action=accept", `"ok":true`},
+		check: func(t *testing.T, p map[string]any) {
+			if props := schemaProps(t, p); props["ok"] == nil {
+				t.Errorf("elicitation request must ask for a boolean ok: %v", p)
+			}
+		},
+	},
+	{
 		tool: "test_elicitation", method: "elicitation/create",
 		args:   map[string]any{"message": "Please provide your information"},
 		answer: map[string]any{"action": "accept", "content": map[string]any{"username": "ada", "email": "ada@example.com"}},
@@ -797,7 +842,8 @@ func schemaProps(t *testing.T, params map[string]any) map[string]any {
 	return props
 }
 
-var bothAsks = map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}}
+// bothAsks declares every capability a server may ask with: sampling, elicitation and roots.
+var bothAsks = map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}}
 
 func TestB1_B3_LegacyToolsAskTheClientWithServerRequests(t *testing.T) {
 	for _, tc := range interactive {
@@ -848,12 +894,15 @@ func TestB1_B3_LegacyToolsAskTheClientWithServerRequests(t *testing.T) {
 
 // inputRequired is a 2026-07-28 input_required result.
 type inputRequired struct {
-	ResultType    string `json:"resultType"`
-	InputRequests map[string]struct {
-		Method string         `json:"method"`
-		Params map[string]any `json:"params"`
-	} `json:"inputRequests"`
-	RequestState string `json:"requestState"`
+	ResultType    string              `json:"resultType"`
+	InputRequests map[string]question `json:"inputRequests"`
+	RequestState  string              `json:"requestState"`
+}
+
+// question is one of an input_required result's inputRequests.
+type question struct {
+	Method string         `json:"method"`
+	Params map[string]any `json:"params"`
 }
 
 func (c *client) firstRound(tool string, args map[string]any) inputRequired {

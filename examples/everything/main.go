@@ -143,6 +143,7 @@ func newServer() *mcp.Server {
 		&mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture."})
 	addTools(s)
 	addDiagnostics(s)
+	addInputRequired(s)
 	addResources(s)
 	addPrompts(s)
 	s.SetCompletionHandler(complete)
