@@ -402,6 +402,11 @@ func TestA14_B1_ListsShowTheFixture(t *testing.T) {
 				schema["additionalProperties"] != false {
 				t.Errorf("A14: json_schema_2020_12_tool must keep $schema, $defs.address and additionalProperties:false: %v", schema)
 			}
+			address, _ := defs["address"].(map[string]any)
+			if address["$anchor"] != "addressDef" || schema["allOf"] == nil || schema["if"] == nil ||
+				schema["then"] == nil || schema["else"] == nil {
+				t.Errorf("SEP-2106: json_schema_2020_12_tool must keep $anchor, allOf, if, then and else: %v", schema)
+			}
 		}
 
 		r = c.mustResult("resources/list", nil)
@@ -472,14 +477,25 @@ func TestA14_B1_ToolsCallReturnTheFixtureOutputs(t *testing.T) {
 			t.Errorf("A11: a tool failure is a result with isError and text: %+v", tr)
 		}
 
-		tr, _ = c.callTool("json_schema_2020_12_tool",
-			map[string]any{"name": "Ada", "address": map[string]any{"street": "1 Main St", "city": "Springfield"}}, nil)
+		tr, _ = c.callTool("json_schema_2020_12_tool", map[string]any{"name": "Ada", "email": "ada@example.com",
+			"address": map[string]any{"street": "1 Main St", "city": "Springfield"}}, nil)
 		if tr.IsError || !strings.Contains(tr.text(), "Springfield") {
 			t.Errorf("json_schema_2020_12_tool with valid arguments: %+v", tr)
 		}
-		tr, _ = c.callTool("json_schema_2020_12_tool", map[string]any{"name": "Ada", "extra": 1}, nil)
+		tr, _ = c.callTool("json_schema_2020_12_tool", map[string]any{"name": "Ada", "email": "ada@example.com", "extra": 1}, nil)
 		if !tr.IsError || !strings.Contains(tr.text(), "extra") {
 			t.Errorf("A14: additionalProperties:false must reject an extra argument with isError: %+v", tr)
+		}
+		for _, args := range []map[string]any{
+			{"name": "Ada"}, // allOf/anyOf: a phone or an email
+			{"name": "Ada", "contactMethod": "phone", "email": "ada@example.com"}, // if/then: the phone
+		} {
+			if tr, _ = c.callTool("json_schema_2020_12_tool", args, nil); !tr.IsError {
+				t.Errorf("SEP-2106: arguments that break allOf or if/then must be refused with isError: %v: %+v", args, tr)
+			}
+		}
+		if tr, _ = c.callTool("json_schema_2020_12_tool", map[string]any{"name": "Ada", "contactMethod": "phone", "phone": "555-0100"}, nil); tr.IsError {
+			t.Errorf("json_schema_2020_12_tool with a phone: %+v", tr)
 		}
 
 		tr, _ = c.callTool("test_reconnection", nil, nil)

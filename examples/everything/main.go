@@ -399,13 +399,18 @@ var (
 	}
 )
 
-// schema2020 is the input schema of json_schema_2020_12_tool, given as written so that
-// $schema, $defs and additionalProperties reach the client unchanged.
+// schema2020 is the input schema of json_schema_2020_12_tool, given as written so that the
+// keywords of JSON Schema 2020-12 reach the client unchanged: $schema, $defs and
+// additionalProperties (SEP-1613), and the wider vocabulary SEP-2106 allows in 2026-07-28, an
+// $anchor in $defs, allOf and anyOf, and if, then and else. The mcp package validates the
+// arguments of a call against all of it: a name and a phone or an email, the phone when the
+// contact method is the phone.
 var schema2020 = mustSchema(`{
 	"$schema": "https://json-schema.org/draft/2020-12/schema",
 	"type": "object",
 	"$defs": {
 		"address": {
+			"$anchor": "addressDef",
 			"type": "object",
 			"properties": {
 				"street": {"type": "string"},
@@ -415,8 +420,15 @@ var schema2020 = mustSchema(`{
 	},
 	"properties": {
 		"name": {"type": "string"},
-		"address": {"$ref": "#/$defs/address"}
+		"address": {"$ref": "#/$defs/address"},
+		"contactMethod": {"type": "string", "enum": ["phone", "email"]},
+		"phone": {"type": "string"},
+		"email": {"type": "string"}
 	},
+	"allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+	"if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+	"then": {"required": ["phone"]},
+	"else": {"required": ["email"]},
 	"additionalProperties": false
 }`)
 
