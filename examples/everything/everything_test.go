@@ -28,6 +28,7 @@ var (
 	fixtureTools = []string{
 		"json_schema_2020_12_tool",
 		"test_audio_content",
+		"test_custom_headers",
 		"test_elicitation",
 		"test_elicitation_sep1034_defaults",
 		"test_elicitation_sep1330_enums",

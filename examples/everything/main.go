@@ -144,6 +144,7 @@ func newServer() *mcp.Server {
 	addTools(s)
 	addDiagnostics(s)
 	addInputRequired(s)
+	addHeaderTools(s)
 	addResources(s)
 	addPrompts(s)
 	s.SetCompletionHandler(complete)
