@@ -30,20 +30,35 @@ const TRANSPORT = URL_ ? 'Streamable HTTP' : 'stdio';
 const FIXTURE_TOOLS = [
   'json_schema_2020_12_tool',
   'test_audio_content',
+  'test_custom_headers',
   'test_elicitation',
   'test_elicitation_sep1034_defaults',
   'test_elicitation_sep1330_enums',
   'test_embedded_resource',
   'test_error_handling',
   'test_image_content',
+  'test_input_required_result_capabilities',
+  'test_input_required_result_elicitation',
+  'test_input_required_result_list_roots',
+  'test_input_required_result_multi_round',
+  'test_input_required_result_multiple_inputs',
+  'test_input_required_result_request_state',
+  'test_input_required_result_sampling',
+  'test_input_required_result_tampered_state',
+  'test_logging_tool',
+  'test_missing_capability',
   'test_multiple_content_types',
   'test_reconnection',
   'test_sampling',
   'test_simple_text',
+  'test_streaming_elicitation',
   'test_tool_with_logging',
   'test_tool_with_progress',
+  'test_trigger_prompt_change',
+  'test_trigger_tool_change',
 ];
 const FIXTURE_PROMPTS = [
+  'test_input_required_result_prompt',
   'test_prompt_with_arguments',
   'test_prompt_with_embedded_resource',
   'test_prompt_with_image',
@@ -175,6 +190,8 @@ describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 
     assert.equal(js.$schema, 'https://json-schema.org/draft/2020-12/schema');
     assert.ok(js.$defs?.address, '$defs.address kept');
     assert.equal(js.additionalProperties, false);
+    assert.equal(js.$defs.address.$anchor, 'addressDef', 'SEP-2106: $anchor kept');
+    for (const k of ['allOf', 'if', 'then', 'else']) assert.ok(js[k], `SEP-2106: ${k} kept`);
   });
 
   test('content tools: text, image, audio, embedded resource, mixed', async () => {
@@ -214,12 +231,14 @@ describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 
   test('json_schema_2020_12_tool accepts valid arguments and rejects extra ones', async () => {
     let r = await client.callTool({
       name: 'json_schema_2020_12_tool',
-      arguments: { name: 'Ada', address: { street: '1 Main St', city: 'Springfield' } },
+      arguments: { name: 'Ada', email: 'ada@example.com', address: { street: '1 Main St', city: 'Springfield' } },
     });
     assert.ok(!r.isError, textOf(r));
     assert.match(textOf(r), /Springfield/);
-    r = await client.callTool({ name: 'json_schema_2020_12_tool', arguments: { name: 'Ada', extra: 1 } });
+    r = await client.callTool({ name: 'json_schema_2020_12_tool', arguments: { name: 'Ada', email: 'ada@example.com', extra: 1 } });
     assert.equal(r.isError, true);
+    r = await client.callTool({ name: 'json_schema_2020_12_tool', arguments: { name: 'Ada' } });
+    assert.equal(r.isError, true, 'allOf/anyOf: a phone or an email is required');
   });
 
   test('test_reconnection returns text', async () => {
