@@ -443,18 +443,45 @@ func (d *dispatcher) start(e *entry, h Handler) {
 	d.runWorker(job{ctx: ctx, e: e, h: h})
 }
 
-// runActor is the body of a request actor. It is kept small, and the error paths out of line,
-// because its frame sits under every handler's: a frame of a few hundred bytes here is what
-// decides whether an idle request's goroutine fits in the initial 2 KiB stack or needs 4 KiB.
+// runActor is the body of a request actor. Its frame sits under every handler's, and a few
+// hundred bytes here decide whether a request that waits in its handler keeps its worker's
+// initial 2 KiB stack or needs 4 KiB. So it recovers a panic itself, with no helper between,
+// and all that comes after the handler is in handled, which it defers.
 func (d *dispatcher) runActor(ctx context.Context, e *entry, h Handler) {
 	if d.s.opts.observer != nil {
 		d.runObserved(ctx, e, h)
 		return
 	}
-	frame, next, err := d.handle(ctx, e, h)
-	if next != nil {
-		d.detach(ctx, e, next)
-		return
+	var result any
+	var err error
+	defer d.handled(ctx, e, &result, &err)
+	result, err = h(ctx, &e.req)
+}
+
+// handled is runActor's deferred end: a panic of the handler's is its error; a Continuation
+// goes on on a goroutine of its own; any other result is encoded (a panic there, of an
+// Appender's or a MarshalJSON's, is the error too) and reported.
+func (d *dispatcher) handled(ctx context.Context, e *entry, result *any, err *error) {
+	if p := recover(); p != nil {
+		*result, *err = nil, &actors.PanicError{Value: p, Stack: debug.Stack()}
+	}
+	d.report(ctx, e, *result, *err)
+}
+
+//go:noinline
+func (d *dispatcher) report(ctx context.Context, e *entry, result any, err error) {
+	if err == nil {
+		if next, ok := result.(Continuation); ok {
+			d.detach(ctx, e, next)
+			return
+		}
+	}
+	var frame []byte
+	if err == nil {
+		err = actors.Recover(func() error {
+			frame = d.encodeResult(e.req.ID, result)
+			return nil
+		})
 	}
 	d.done(ctx, e, frame, err)
 }

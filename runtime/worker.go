@@ -45,18 +45,15 @@ func (d *dispatcher) runWorker(j job) {
 	}
 	w := &worker{jobs: make(chan job, 1)}
 	j.e.w = w
-	go d.work(w, j)
+	w.jobs <- j // its first, in its mailbox: the goroutine starts with the fewest words
+	go d.work(w)
 }
 
 // work is the worker's goroutine. The completion that runActor sends tells the dispatcher
 // that the worker is idle again.
-func (d *dispatcher) work(w *worker, j job) {
-	for {
+func (d *dispatcher) work(w *worker) {
+	for j := range w.jobs {
 		d.runActor(j.ctx, j.e, j.h)
-		var ok bool
-		if j, ok = <-w.jobs; !ok {
-			return
-		}
 	}
 }
 
