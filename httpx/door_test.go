@@ -99,7 +99,7 @@ func TestDoor_RateLimitBeforeTheInFlightSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		sse := &sseReader{bufio.NewReader(resp.Body)}
+		sse := &sseReader{r: bufio.NewReader(resp.Body)}
 		if m := sse.nextMsg(t); m.Method != "notifications/progress" { // the handler runs: the slot is held
 			t.Fatalf("first event %+v, want progress", m)
 		}

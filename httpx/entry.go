@@ -54,6 +54,7 @@ type doorOptions struct {
 	maxInFlight, maxResponse     int
 	maxSessions, perClient       int
 	sessionIdle, keepAlive       time.Duration
+	pollAfter                    time.Duration // MCP: close a session request's stream after this long (resumable)
 	instance                     string
 	ops                          *Ops
 	// sessionHeader names the header a session's id travels in; methods and headers are

@@ -1,6 +1,9 @@
 package httpx
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // HeldBodyBytes reports the bytes of request bodies a handler holds of its BodyBudget.
 func HeldBodyBytes(h http.Handler) int64 {
@@ -12,3 +15,6 @@ func HeldBodyBytes(h http.Handler) int64 {
 	}
 	panic("HeldBodyBytes: not an MCPHandler or RCPHandler")
 }
+
+// SetEventStoreClock makes a MemoryEventStore read the time from now.
+func SetEventStoreClock(m *MemoryEventStore, now func() time.Time) { m.now = now }

@@ -161,7 +161,7 @@ func TestB2_ServerToClientRequestTravelsOnThePOSTStream(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("got %d %q, want an SSE stream", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	sse := &sseReader{bufio.NewReader(resp.Body)}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	ask := sse.nextMsg(t)
 	if ask.Method != "elicitation/create" || ask.ID == nil || !strings.Contains(string(ask.Params), "Your name?") {
 		t.Fatalf("first event %+v, want the elicitation/create request", ask)
@@ -496,7 +496,7 @@ func TestB2_ProgressOnThePOSTStream(t *testing.T) {
 	if resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	sse := &sseReader{bufio.NewReader(resp.Body)}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	for i := 1; i <= 2; i++ {
 		m := sse.nextMsg(t)
 		var p struct {

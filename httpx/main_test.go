@@ -151,6 +151,7 @@ func newMCPServer(tk *tracker) *mcp.Server {
 type fixture struct {
 	t    *testing.T
 	tk   *tracker
+	mcp  *mcp.Server
 	h    *httpx.MCPHandler
 	srv  *http.Server
 	base string // http://127.0.0.1:port
@@ -180,7 +181,8 @@ func newFixture(t *testing.T, opts *httpx.MCPOptions) *fixture {
 		o.Logger = zap.NewNop()
 	}
 	f := &fixture{t: t, tk: tk, returned: map[string]chan struct{}{}, gone: map[string]chan struct{}{}, served: make(chan error, 1)}
-	f.h = httpx.NewMCPHandler(newMCPServer(tk), &o)
+	f.mcp = newMCPServer(tk)
+	f.h = httpx.NewMCPHandler(f.mcp, &o)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.h.Close()
@@ -444,16 +446,22 @@ func (m rpcMsg) text(t *testing.T) string {
 	return res.Content[0].Text
 }
 
-// sseReader reads the events of a text/event-stream body one by one.
-type sseReader struct{ r *bufio.Reader }
+// sseReader reads the events of a text/event-stream body one by one, as a client does: an
+// event with no data (a priming event) only sets the last event id.
+type sseReader struct {
+	r      *bufio.Reader
+	lastID string // the id of the last event read, priming events included
+	retry  string // the last retry field
+}
 
-// next returns the data of the next event, or an error (io.EOF when the stream ended).
+// next returns the data of the next event with data, or an error (io.EOF when the stream
+// ended).
 func (s *sseReader) next() ([]byte, error) {
 	var data []string
 	for {
 		line, err := s.r.ReadString('\n')
 		if err != nil {
-			if err == io.EOF && len(data) > 0 {
+			if err == io.EOF && strings.Join(data, "") != "" {
 				return []byte(strings.Join(data, "\n")), nil
 			}
 			return nil, err
@@ -461,10 +469,15 @@ func (s *sseReader) next() ([]byte, error) {
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "":
-			if len(data) > 0 {
+			if strings.Join(data, "") != "" {
 				return []byte(strings.Join(data, "\n")), nil
 			}
+			data = nil
 		case strings.HasPrefix(line, ":"): // a comment: keep-alive
+		case strings.HasPrefix(line, "id:"):
+			s.lastID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "retry:"):
+			s.retry = strings.TrimSpace(strings.TrimPrefix(line, "retry:"))
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
 		}

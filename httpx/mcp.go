@@ -74,6 +74,19 @@ type MCPOptions struct {
 	SessionIdle time.Duration
 	// KeepAlive is the interval of SSE comment lines on long streams (default 15 s).
 	KeepAlive time.Duration
+	// EventStore keeps the events of initialize-generation sessions' SSE streams, so that a
+	// client resumes a broken stream with a GET and Last-Event-ID and misses nothing (MCP
+	// 2025-11-25, Transports › Streamable HTTP › Resumability and Redelivery): every such
+	// stream starts with a priming event (an id, no data) and a retry interval, and every
+	// event has an id. Default: NewMemoryEventStore's bounds (100,000 events, 64 MiB, 5
+	// minutes, across all sessions). 2026-07-28 streams have no ids: that revision resumes
+	// nothing, and ignores Last-Event-ID.
+	EventStore EventStore
+	// PollAfter, when set, closes an initialize-generation request's SSE stream once it has
+	// been open that long without its answer; the client resumes it with a GET and
+	// Last-Event-ID after the stream's retry interval (SSE polling, MCP 2025-11-25,
+	// Transports › Streamable HTTP), so that no connection is held for a long request.
+	PollAfter time.Duration
 	// Logger logs refusals and failures (default: the runtime's, on stderr).
 	Logger *zap.Logger
 	// Runtime options for the dispatchers (limits, drain timeout).
@@ -131,11 +144,15 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
 		maxSessions: o.MaxSessions, perClient: o.MaxSessionsPerClient, sessionIdle: o.SessionIdle,
-		keepAlive: o.KeepAlive, instance: o.Instance, ops: o.Ops,
+		keepAlive: o.KeepAlive, instance: o.Instance, ops: o.Ops, pollAfter: o.PollAfter,
 		sessionHeader: "Mcp-Session-Id",
 		methods:       "POST, DELETE, OPTIONS",
 		headers:       "Content-Type, Accept, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID",
 	}, p, o.Logger, o.Runtime)
+	h.sessions.store = o.EventStore
+	if h.sessions.store == nil {
+		h.sessions.store = NewMemoryEventStore(0, 0, 0)
+	}
 	return h
 }
 
@@ -461,17 +478,61 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 		h.refuse(w, refusedAccept, "Not acceptable: the GET stream is text/event-stream")
 		return
 	}
-	wt, ok := s.listen()
+	var wt *waiter
+	var replay []runtime.Outbound
+	last := r.Header.Get("Last-Event-ID")
+	ok := true
+	if last != "" { // a stream resumed (MCP 2025-11-25, Transports › Streamable HTTP › Resumability)
+		stream, seq, valid := parseEventID(last)
+		if !valid {
+			h.refuse(w, refusedBody, "Bad request: Last-Event-ID is not an event id of this server's")
+			return
+		}
+		var res resumed
+		wt, res = s.resume(stream, seq)
+		switch {
+		case wt == nil:
+			ok = false
+		case !res.ok:
+			h.refuse(w, refusedSession, "Not found: the stream's events after Last-Event-ID are no longer kept; send the request again")
+			return
+		case !res.live && len(res.events) == 0:
+			// A request's stream that has ended, all of it delivered: there is nothing to
+			// resume, and the GET becomes the session's stream (a client that resumes after
+			// an error answer, as some do, gets that rather than an error).
+			last, wt = "", nil
+		case !res.live:
+			replay, wt = res.events, nil // the request's stream, to its answer; then it ends
+		default:
+			replay = res.events
+		}
+	}
+	if last == "" {
+		wt, ok = s.listen()
+	}
 	if !ok {
 		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
 		return
 	}
-	defer wt.leave()
+	if wt != nil {
+		defer wt.leave()
+	}
 	// An open GET stream does not make a session busy: otherwise clients holding streams
 	// could keep every session from eviction and lock new ones out.
 	sse := startSSE(w)
 	h.o.ops.stream(h.name, 1) // an open stream like a POST's, in the metrics
 	defer h.o.ops.stream(h.name, -1)
+	if wt != nil && wt.primed != "" && sse.prime(wt.primed) != nil {
+		return
+	}
+	for _, o := range replay {
+		if sse.eventWithID(h.capAnswer(o.Frame, false), o.Event) != nil {
+			return
+		}
+	}
+	if wt == nil {
+		return
+	}
 	keepAlive := time.NewTicker(h.o.keepAlive)
 	defer keepAlive.Stop()
 	for {
@@ -487,8 +548,12 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 				return
 			}
 			s.touch()
-			if sse.event(o.Frame) != nil {
+			frame := h.capAnswer(o.Frame, o.Final)
+			if frame != nil && sse.eventWithID(frame, o.Event) != nil {
 				return
+			}
+			if o.Final {
+				return // a resumed request's stream ends with its answer
 			}
 		}
 	}
@@ -525,7 +590,7 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, 
 	case jsonrpc.KindResponse:
 		answers = string(msg.ID)
 	}
-	wt, ok := s.post(body, key, answers)
+	wt, ok := s.post(body, key, answers, h.sse(r))
 	if !ok {
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: the session has ended; initialize again"))

@@ -279,7 +279,7 @@ func TestA13_ProgressSwitchesTheAnswerToSSE(t *testing.T) {
 	if len(resp.Header.Values("Mcp-Session-Id")) > 0 {
 		t.Errorf("an SSE answer carries Mcp-Session-Id")
 	}
-	sse := &sseReader{bufio.NewReader(resp.Body)}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	var progress []float64
 	for {
 		m := sse.nextMsg(t)
@@ -353,7 +353,7 @@ func TestA8_ClosingTheConnectionCancelsTheHandler(t *testing.T) {
 				if resp.Header.Get("Content-Type") != "text/event-stream" {
 					t.Fatalf("Content-Type %q", resp.Header.Get("Content-Type"))
 				}
-				if m := (&sseReader{bufio.NewReader(resp.Body)}).nextMsg(t); m.Method != "notifications/progress" {
+				if m := (&sseReader{r: bufio.NewReader(resp.Body)}).nextMsg(t); m.Method != "notifications/progress" {
 					t.Fatalf("first event %+v", m)
 				}
 				if k := await(t, f.tk.started, "the handler to start"); k != "k1" {
@@ -448,7 +448,7 @@ func TestA9_LongStreamsCarryKeepAliveComments(t *testing.T) {
 		}
 	}
 	f.tk.releaseAll()
-	sse := &sseReader{br}
+	sse := &sseReader{r: br}
 	for {
 		m := sse.nextMsg(t)
 		if m.Method == "" {
@@ -471,7 +471,7 @@ func TestA13_CloseEndsOpenStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sse := &sseReader{bufio.NewReader(resp.Body)}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	if m := sse.nextMsg(t); m.Method != "notifications/progress" {
 		t.Fatalf("first event %+v", m)
 	}

@@ -295,7 +295,7 @@ func (h *RCPHandler) serveInSession(w http.ResponseWriter, r *http.Request, sess
 	case batchOwesAnswer(frame):
 		key = batchKey
 	}
-	wt, ok := sess.post(frame, key, "")
+	wt, ok := sess.post(frame, key, "", false)
 	if !ok {
 		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
 		return
@@ -307,7 +307,7 @@ func (h *RCPHandler) serveInSession(w http.ResponseWriter, r *http.Request, sess
 	gone := func() {
 		wt.leave() // first, so the session never waits on this stream again
 		if id != nil {
-			sess.post(h.cancel(id), "", "")
+			sess.post(h.cancel(id), "", "", false)
 		}
 	}
 	shape := compactAnswer(compact)

@@ -35,11 +35,16 @@ type reply struct {
 func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final []byte, finished bool) {
 	sseOK := d.p.sse(r)
 	var sse *sseWriter
-	var keepAlive <-chan time.Time
+	var keepAlive, poll <-chan time.Time
 	for {
 		select {
 		case <-r.Context().Done():
 			observationOf(r).cancelled()
+			rp.gone()
+			return nil, false
+		case <-poll:
+			// The stream has been open PollAfter without its answer: close it. Its events are
+			// kept, and the client resumes it with Last-Event-ID after the retry interval.
 			rp.gone()
 			return nil, false
 		case <-keepAlive:
@@ -78,8 +83,19 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 						defer t.Stop()
 						keepAlive = t.C
 					}
+					if stream, seq, ok := parseEventID(o.Event); ok && seq > 0 { // resumable: prime it
+						if sse.prime(eventID(stream, seq-1)) != nil {
+							rp.gone()
+							return nil, false
+						}
+						if d.o.pollAfter > 0 {
+							t := time.NewTimer(d.o.pollAfter)
+							defer t.Stop()
+							poll = t.C
+						}
+					}
 				}
-				if sse.event(frame) != nil {
+				if sse.eventWithID(frame, o.Event) != nil {
 					rp.gone()
 					return nil, false
 				}
@@ -91,7 +107,7 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 			}
 			observationOf(r).answered(answer)
 			if sse != nil {
-				sse.event(answer)
+				sse.eventWithID(answer, o.Event)
 				return answer, true
 			}
 			w.Header().Set("Content-Type", "application/json")

@@ -48,7 +48,7 @@ func TestServe_ShutdownAnswersListenStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sse := &sseReader{bufio.NewReader(resp.Body)}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
 	if m := sse.nextMsg(t); m.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first event %+v, want the acknowledgement", m)
 	}

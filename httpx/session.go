@@ -21,8 +21,9 @@ import (
 // sends it messages.
 type session struct {
 	id        string
-	principal string // who opened it; nobody else may use it
-	client    string // the principal, or the remote address of an anonymous client
+	store     EventStore // keeps the events of its SSE streams for resumption; nil: none
+	principal string     // who opened it; nobody else may use it
+	client    string     // the principal, or the remote address of an anonymous client
 	p         protocol
 	mailbox   actors.Mailbox[sessionMsg]
 	stopped   context.Context // done when the actor has stopped taking messages
@@ -45,13 +46,15 @@ type sessionMsg interface{ isSessionMsg() }
 
 // postMsg hands the session a frame from a POST. When key is not empty, the frames of the
 // request key (or a batch's answer) go to w until the final one. answers is the id of the
-// server's request to the client that the frame answers, when it is such an answer. The actor
-// replies on ack whether it took the frame, before forwarding it, so that no frame for w can
-// be routed before w is known.
+// server's request to the client that the frame answers, when it is such an answer. sse
+// says the POST takes an event stream: its events are kept for resumption, once the first
+// frame before the answer starts the stream. The actor replies on ack whether it took the
+// frame, before forwarding it, so that no frame for w can be routed before w is known.
 type postMsg struct {
 	frame   []byte
 	key     string
 	answers string
+	sse     bool
 	w       *waiter
 	ack     chan bool
 }
@@ -67,9 +70,27 @@ type listenMsg struct {
 // will be sent for it.
 type dropMsg struct{ key string }
 
+// resumeMsg resumes the stream named stream after its event seq (a GET with Last-Event-ID):
+// the actor answers on ack with the events kept after it and, while the stream is live, makes
+// w the waiter of what follows.
+type resumeMsg struct {
+	stream string
+	seq    uint64
+	w      *waiter
+	ack    chan resumed
+}
+
+// resumed is the actor's answer to a resumeMsg.
+type resumed struct {
+	events []runtime.Outbound // kept since the event resumed after, each with its Event id
+	live   bool               // more follows on the waiter
+	ok     bool               // false: the stream cannot be resumed from there
+}
+
 func (postMsg) isSessionMsg()   {}
 func (listenMsg) isSessionMsg() {}
 func (dropMsg) isSessionMsg()   {}
+func (resumeMsg) isSessionMsg() {}
 
 // waiter is a POST (or the GET stream) waiting for frames. Its client going away closes gone,
 // which the actor watches whenever it sends to out: the actor never waits on a client that
@@ -78,6 +99,7 @@ type waiter struct {
 	out      chan runtime.Outbound
 	gone     chan struct{}
 	goneOnce sync.Once
+	primed   string // for a GET stream whose events are kept: the id its stream starts at
 }
 
 func newWaiter() *waiter {
@@ -105,10 +127,11 @@ func newSessionID(instance string) string {
 
 // startSession starts a session's dispatcher and actor under ctx. done is called when both
 // have stopped.
-func startSession(ctx context.Context, rt *runtime.Server, p protocol, instance string, done func()) *session {
+func startSession(ctx context.Context, rt *runtime.Server, p protocol, instance string, store EventStore, done func()) *session {
 	stopped, stop := context.WithCancel(context.Background())
 	s := &session{
 		id:      newSessionID(instance),
+		store:   store,
 		p:       p,
 		mailbox: actors.NewMailbox[sessionMsg](16),
 		stopped: stopped,
@@ -151,13 +174,15 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	var queue [][]byte
 	quit, evictC := s.quit, s.evictC
 	closing := false // input ends once queue is empty
-	defer func() {   // the dispatcher has stopped: nothing more for anyone
+	kept := newKeptStreams(s)
+	defer func() { // the dispatcher has stopped: nothing more for anyone
 		for _, w := range waiters {
 			close(w.out)
 		}
 		if stream != nil {
 			close(stream.out)
 		}
+		kept.forget()
 	}()
 	forgetCalls := func(key string) {
 		for id, c := range calls {
@@ -196,6 +221,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					waiters[m.key] = m.w
 					if m.key != batchKey {
 						running[m.key] = true
+						kept.post(m.key, m.sse)
 					}
 				}
 				if m.answers != "" {
@@ -213,7 +239,27 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					close(stream.out) // a newer GET stream replaces the old one
 				}
 				stream = m.w
+				stream.primed = kept.listen()
 				m.ack <- true
+			case resumeMsg:
+				if in == nil || closing {
+					m.ack <- resumed{}
+					continue
+				}
+				r, key := kept.resume(m.stream, m.seq)
+				if r.ok && r.live {
+					old := stream
+					if key != "" {
+						old = waiters[key]
+						waiters[key] = m.w
+					} else {
+						stream = m.w
+					}
+					if old != nil {
+						close(old.out) // the resumed stream replaces the one before
+					}
+				}
+				m.ack <- r
 			case dropMsg:
 				if w := waiters[m.key]; w != nil {
 					delete(waiters, m.key)
@@ -259,6 +305,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					}
 					continue
 				}
+				o = kept.session(o)
 				if stream != nil {
 					select {
 					case <-stream.gone: // its client went away
@@ -271,6 +318,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				continue
 			}
 			key := string(o.Request)
+			o = kept.request(key, o)
 			if o.Final {
 				delete(running, key)
 				forgetCalls(key)
@@ -338,8 +386,8 @@ func (s *session) noteWaiting(calls map[string]call) {
 
 // post hands the session a frame from a POST (see postMsg). It returns the waiter of the
 // request's frames when key is not empty, and false if the session has ended.
-func (s *session) post(frame []byte, key, answers string) (*waiter, bool) {
-	m := postMsg{frame: frame, key: key, answers: answers, ack: make(chan bool, 1)}
+func (s *session) post(frame []byte, key, answers string, sse bool) (*waiter, bool) {
+	m := postMsg{frame: frame, key: key, answers: answers, sse: sse, ack: make(chan bool, 1)}
 	if key != "" {
 		m.w = newWaiter()
 	}
@@ -389,6 +437,7 @@ func (s *session) evict() { s.evictOnce.Do(func() { close(s.evictC) }) }
 type sessionHost struct {
 	base    context.Context // cancelled by close: every dispatcher drains
 	stop    context.CancelFunc
+	store   EventStore // the sessions' SSE events, for resumption; nil: not kept
 	janitor sync.WaitGroup
 	live    sync.WaitGroup // one per session started, until its actor and dispatcher stop
 
@@ -440,7 +489,7 @@ func (h *sessionHost) open(r *http.Request, rt *runtime.Server, p protocol, inst
 		victim.evict()
 	}
 	h.live.Add(1)
-	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, instance, h.live.Done)
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, instance, h.store, h.live.Done)
 	s.principal, s.client = principalID(r), client
 	s.active.Add(1)
 	h.byID[s.id] = s

@@ -96,7 +96,7 @@ func TestB2_SessionsWaitingOnTheirClientAreEvicted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := waiting{sid: sid, resp: resp, sse: &sseReader{bufio.NewReader(resp.Body)}}
+		w := waiting{sid: sid, resp: resp, sse: &sseReader{r: bufio.NewReader(resp.Body)}}
 		wave = append(wave, w)
 		if w.ask = w.sse.nextMsg(t); w.ask.Method != "elicitation/create" {
 			t.Fatalf("session %d: first event %+v, want elicitation/create", i, w.ask)

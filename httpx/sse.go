@@ -1,7 +1,9 @@
 package httpx
 
 import (
+	"fmt"
 	"net/http"
+	"time"
 )
 
 // sseWriter writes a Server-Sent Events stream, one JSON-RPC message per event, flushed at
@@ -22,12 +24,34 @@ func startSSE(w http.ResponseWriter) *sseWriter {
 	return s
 }
 
-func (s *sseWriter) event(frame []byte) error {
-	buf := make([]byte, 0, len(frame)+24)
+func (s *sseWriter) event(frame []byte) error { return s.eventWithID(frame, "") }
+
+// eventWithID writes frame as an event with the id given ("": none).
+func (s *sseWriter) eventWithID(frame []byte, id string) error {
+	buf := make([]byte, 0, len(frame)+len(id)+32)
+	if id != "" {
+		buf = append(buf, "id: "...)
+		buf = append(buf, id...)
+		buf = append(buf, '\n')
+	}
 	buf = append(buf, "event: message\ndata: "...)
 	buf = append(buf, frame...)
 	buf = append(buf, "\n\n"...)
 	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	return s.f.Flush()
+}
+
+// retryAfterClose is the reconnection delay a resumable stream tells its client (the SSE
+// retry field): how long to wait before resuming a stream that closed before its answer.
+const retryAfterClose = 500 * time.Millisecond
+
+// prime writes a resumable stream's priming event: its id, the retry interval, and no data
+// (MCP 2025-11-25, Transports › Streamable HTTP: a client records the id and dispatches
+// nothing).
+func (s *sseWriter) prime(id string) error {
+	if _, err := fmt.Fprintf(s.w, "id: %s\nretry: %d\ndata: \n\n", id, retryAfterClose.Milliseconds()); err != nil {
 		return err
 	}
 	return s.f.Flush()

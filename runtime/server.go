@@ -66,6 +66,9 @@ type Outbound struct {
 	Request jsonrpc.ID
 	// Final marks a request's answer: nothing more for it follows.
 	Final bool
+	// Event is the frame's id on a resumable stream of a transport's (httpx numbers the events
+	// of an HTTP session's SSE streams); the dispatcher leaves it empty.
+	Event string
 }
 
 // ServeOutbound is Serve for transports that route frames per request.

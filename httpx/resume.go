@@ -1,0 +1,160 @@
+package httpx
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/relayrt/relay/runtime"
+)
+
+// keptStreams is a session actor's record of the SSE streams whose events its store keeps for
+// resumption (EventStore): which stream each request's frames go on, and the number of each
+// stream's last event. A request's stream ("p1", "p2", ...) starts with its first frame
+// before the answer, if its POST takes a stream, and ends with the answer; the session's GET
+// stream ("g") starts when a GET stream is first opened, and its numbers go on across GETs.
+// An event's id is the stream's name, a dot, and its number; a stream's priming event is
+// numbered as the event before its first. Only the actor uses it.
+type keptStreams struct {
+	s     *session
+	sse   map[string]bool        // requests whose POST takes a stream that has not started yet
+	live  map[string]*keptStream // by request key
+	names map[string]string      // a live request stream's name → its request key
+	next  int
+	get   *keptStream // the GET stream, once one was opened
+}
+
+type keptStream struct {
+	name string
+	seq  uint64 // the last event's number
+}
+
+func newKeptStreams(s *session) *keptStreams {
+	return &keptStreams{s: s, sse: map[string]bool{}, live: map[string]*keptStream{}, names: map[string]string{}}
+}
+
+// eventID names event seq of stream.
+func eventID(stream string, seq uint64) string { return stream + "." + strconv.FormatUint(seq, 10) }
+
+// parseEventID reads an id eventID made.
+func parseEventID(id string) (stream string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '.')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	return id[:i], seq, err == nil
+}
+
+// post notes a request whose POST takes a stream (sse).
+func (k *keptStreams) post(key string, sse bool) {
+	if k.s.store != nil && sse {
+		k.sse[key] = true
+	}
+}
+
+// request numbers and keeps o, a frame of request key, if it goes on a kept stream.
+func (k *keptStreams) request(key string, o runtime.Outbound) runtime.Outbound {
+	if k.s.store == nil {
+		return o
+	}
+	st := k.live[key]
+	if st == nil && k.sse[key] && !o.Final {
+		k.next++
+		st = &keptStream{name: "p" + strconv.Itoa(k.next)}
+		k.live[key], k.names[st.name] = st, key
+		delete(k.sse, key)
+	}
+	if st != nil {
+		o = k.keep(st, o)
+	}
+	if o.Final {
+		delete(k.sse, key)
+		if st != nil {
+			delete(k.live, key)
+			delete(k.names, st.name)
+		}
+	}
+	return o
+}
+
+// session numbers and keeps o, a frame of the session's own (for the GET stream), once a GET
+// stream has been opened.
+func (k *keptStreams) session(o runtime.Outbound) runtime.Outbound {
+	if k.get == nil {
+		return o
+	}
+	return k.keep(k.get, o)
+}
+
+func (k *keptStreams) keep(st *keptStream, o runtime.Outbound) runtime.Outbound {
+	st.seq++
+	o.Event = eventID(st.name, st.seq)
+	k.s.store.Append(context.Background(), k.s.id, st.name, st.seq, o.Frame)
+	return o
+}
+
+// listen starts the GET stream's record if need be and returns the id a new GET stream is
+// primed with ("" when nothing is kept).
+func (k *keptStreams) listen() string {
+	if k.s.store == nil {
+		return ""
+	}
+	if k.get == nil {
+		k.get = &keptStream{name: "g"}
+	}
+	return eventID(k.get.name, k.get.seq)
+}
+
+// resume answers a resumption of stream after event seq, and returns the key of the request
+// whose stream it is while that is live ("" for the GET stream, or one that has ended).
+func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
+	if k.s.store == nil {
+		return resumed{}, ""
+	}
+	var st *keptStream
+	key := ""
+	if stream == "g" {
+		st = k.get
+	} else if key = k.names[stream]; key != "" {
+		st = k.live[key]
+	}
+	switch {
+	case st != nil && seq == st.seq:
+		return resumed{ok: true, live: true}, key // nothing missed
+	case st != nil && seq > st.seq:
+		return resumed{}, ""
+	case st == nil && stream == "g":
+		return resumed{}, ""
+	}
+	frames, ok, err := k.s.store.After(context.Background(), k.s.id, stream, seq)
+	if err != nil || !ok || (st == nil && len(frames) == 0) {
+		return resumed{}, "" // not kept, or an ended stream whose answer is no longer kept
+	}
+	r := resumed{ok: true, live: st != nil}
+	for i, f := range frames {
+		r.events = append(r.events, runtime.Outbound{Frame: f, Event: eventID(stream, seq+1+uint64(i))})
+	}
+	return r, key
+}
+
+// forget lets the store go of the session: it has ended.
+func (k *keptStreams) forget() {
+	if k.s.store != nil {
+		k.s.store.Forget(context.Background(), k.s.id)
+	}
+}
+
+// resume asks the actor to resume stream after event seq (see resumeMsg).
+func (s *session) resume(stream string, seq uint64) (*waiter, resumed) {
+	m := resumeMsg{stream: stream, seq: seq, w: newWaiter(), ack: make(chan resumed, 1)}
+	if s.mailbox.Send(s.stopped, m) != nil {
+		return nil, resumed{}
+	}
+	select {
+	case r := <-m.ack:
+		return m.w, r
+	case <-s.stopped.Done():
+		return nil, resumed{}
+	}
+}

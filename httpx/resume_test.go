@@ -1,0 +1,246 @@
+package httpx_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/mcp"
+)
+
+// openStream POSTs a block call with a progress token in a legacy session and returns the
+// event stream, once its progress event (the first with data) has been read.
+func openStream(t *testing.T, f *fixture, sid string, ctx context.Context) (*sseReader, *http.Response) {
+	t.Helper()
+	req := f.request(ctx, http.MethodPost, message(21, "tools/call", map[string]any{"name": "block",
+		"arguments": map[string]any{"key": "R"}, "_meta": map[string]any{"progressToken": "tok"}}),
+		"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("got %d %q, want an event stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
+	primed := ""
+	if b, err := sse.r.Peek(1); err == nil && len(b) > 0 {
+		// the priming event comes first: read it alone to see its id
+		for line, _ := sse.r.ReadString('\n'); line != "\n"; line, _ = sse.r.ReadString('\n') {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id:"); ok {
+				primed = strings.TrimSpace(id)
+			}
+			if r, ok := strings.CutPrefix(strings.TrimSpace(line), "retry:"); ok {
+				sse.retry = strings.TrimSpace(r)
+			}
+		}
+	}
+	if primed == "" || sse.retry == "" {
+		t.Fatalf("the stream did not start with a priming event (id %q, retry %q)", primed, sse.retry)
+	}
+	if m := sse.nextMsg(t); m.Method != "notifications/progress" || sse.lastID == "" || sse.lastID == primed {
+		t.Fatalf("first event %+v with id %q (primed %q), want progress with an id of its own", m, sse.lastID, primed)
+	}
+	await(t, f.tk.started, "the handler to start")
+	return sse, resp
+}
+
+// resumeGET resumes the session's stream after lastID.
+func resumeGET(t *testing.T, f *fixture, sid, lastID string) (*sseReader, reply, *http.Response) {
+	t.Helper()
+	req := f.request(context.Background(), http.MethodGet, nil, "Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion,
+		"Accept", "text/event-stream", "Last-Event-ID", lastID)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var b strings.Builder
+		bufio.NewReader(resp.Body).WriteTo(&b)
+		return nil, reply{status: resp.StatusCode, body: []byte(b.String())}, nil
+	}
+	return &sseReader{r: bufio.NewReader(resp.Body)}, reply{status: 200}, resp
+}
+
+// TestB2_AStreamThatBrokeIsResumedWithLastEventID: a request's event stream is primed (an id
+// and a retry interval, no data) and its events carry ids; the client loses the stream, the
+// request finishes meanwhile, and a GET with Last-Event-ID gets what it missed — the answer —
+// and then ends (MCP 2025-11-25, Transports › Streamable HTTP › Resumability and Redelivery).
+func TestB2_AStreamThatBrokeIsResumedWithLastEventID(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	sse, resp := openStream(t, f, sid, ctx)
+	last := sse.lastID
+	cancel() // the stream breaks
+	resp.Body.Close()
+	f.tk.releaseAll()
+	await(t, f.tk.finished, "the handler to finish")
+	again, r, resp2 := resumeGET(t, f, sid, last)
+	if again == nil {
+		t.Fatalf("GET with Last-Event-ID %s: %s", last, r)
+	}
+	defer resp2.Body.Close()
+	if m := again.nextMsg(t); string(m.ID) != "21" || m.text(t) != "released R" {
+		t.Fatalf("resumed: %+v, want the answer to 21", m)
+	}
+	if b, err := again.next(); err == nil {
+		t.Errorf("the resumed stream goes on after the answer: %s", b)
+	}
+}
+
+// TestB2_AStreamResumedMidRequestGoesOnLive: resumed while the request still runs, from its
+// priming event: the GET replays what was sent (the progress) and then carries the rest live.
+func TestB2_AStreamResumedMidRequestGoesOnLive(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sse, resp := openStream(t, f, sid, ctx)
+	stream, _, _ := strings.Cut(sse.lastID, ".")
+	cancel()
+	resp.Body.Close()
+	again, r, resp2 := resumeGET(t, f, sid, stream+".0")
+	if again == nil {
+		t.Fatalf("GET with Last-Event-ID %s.0: %s", stream, r)
+	}
+	defer resp2.Body.Close()
+	if m := again.nextMsg(t); m.Method != "notifications/progress" {
+		t.Fatalf("replayed: %+v, want the progress", m)
+	}
+	f.tk.releaseAll()
+	if m := again.nextMsg(t); string(m.ID) != "21" || m.text(t) != "released R" {
+		t.Fatalf("live: %+v, want the answer to 21", m)
+	}
+}
+
+// TestB2_PollAfterClosesTheStreamAndTheClientResumes: with PollAfter the server closes a
+// request's stream that has gone on that long without its answer (SSE polling); the client
+// comes back with Last-Event-ID and gets the answer.
+func TestB2_PollAfterClosesTheStreamAndTheClientResumes(t *testing.T) {
+	f := newFixture(t, &httpx.MCPOptions{PollAfter: 50 * time.Millisecond})
+	sid := f.initialize(t, `{}`)
+	sse, resp := openStream(t, f, sid, context.Background())
+	defer resp.Body.Close()
+	if b, err := sse.next(); err == nil {
+		t.Fatalf("the stream went on past PollAfter: %s", b)
+	}
+	f.tk.releaseAll()
+	again, r, resp2 := resumeGET(t, f, sid, sse.lastID)
+	if again == nil {
+		t.Fatalf("GET with Last-Event-ID %s: %s", sse.lastID, r)
+	}
+	defer resp2.Body.Close()
+	if m := again.nextMsg(t); string(m.ID) != "21" {
+		t.Fatalf("resumed: %+v, want the answer to 21", m)
+	}
+}
+
+// TestB2_TheGETStreamIsResumedToo: the session's GET stream is primed and numbered across
+// GETs; what was sent while no GET was open is replayed after Last-Event-ID.
+func TestB2_TheGETStreamIsResumedToo(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	get, r, resp := resumeGET(t, f, sid, "")
+	if get == nil {
+		t.Fatalf("GET: %s", r)
+	}
+	add := func(name string) {
+		mcp.AddTool(f.mcp, &mcp.Tool{Name: name, Description: "Added by the test."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+				return mcp.TextResult(name), nil
+			})
+	}
+	add("first")
+	if m := get.nextMsg(t); m.Method != "notifications/tools/list_changed" || !strings.HasPrefix(get.lastID, "g.") {
+		t.Fatalf("GET stream: %+v with id %q, want tools/list_changed with a g. id", m, get.lastID)
+	}
+	last := get.lastID
+	resp.Body.Close()
+	add("second") // sent while no GET is open (or to one whose client has gone)
+	again, r, resp2 := resumeGET(t, f, sid, last)
+	if again == nil {
+		t.Fatalf("GET with Last-Event-ID %s: %s", last, r)
+	}
+	defer resp2.Body.Close()
+	if m := again.nextMsg(t); m.Method != "notifications/tools/list_changed" || again.lastID == last {
+		t.Fatalf("replayed: %+v with id %q, want the list change sent while no GET was open", m, again.lastID)
+	}
+}
+
+// TestB2_AnUnknownOrMalformedLastEventID: an id this server did not make is 400; one whose
+// events are not kept is 404 (the client sends its request again).
+func TestB2_AnUnknownOrMalformedLastEventID(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	if _, r, _ := resumeGET(t, f, sid, "nonsense"); r.status != http.StatusBadRequest {
+		t.Errorf("Last-Event-ID nonsense: %s, want 400", r)
+	}
+	if _, r, _ := resumeGET(t, f, sid, "p99.3"); r.status != http.StatusNotFound {
+		t.Errorf("Last-Event-ID of no stream: %s, want 404", r)
+	}
+}
+
+// TestA_ModernStreamsHaveNoEventIDs: 2026-07-28 resumes nothing: its streams carry no ids and
+// no priming event.
+func TestA_ModernStreamsHaveNoEventIDs(t *testing.T) {
+	f := newFixture(t, nil)
+	body, hdr := modernCall(5, "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"steps": 2},
+		"_meta": meta("progressToken", "t")})
+	r := f.post(body, hdr...)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("got %s, want an event stream", r)
+	}
+	if strings.Contains(string(r.body), "id:") || strings.Contains(string(r.body), "retry:") {
+		t.Errorf("a 2026-07-28 stream carries event ids: %s", r.body)
+	}
+}
+
+// TestMemoryEventStoreBounds: the store keeps at most its events and bytes, and none past
+// its age; a stream whose early events went cannot be resumed from before them.
+func TestMemoryEventStoreBounds(t *testing.T) {
+	ctx := context.Background()
+	s := httpx.NewMemoryEventStore(3, 1<<20, time.Hour)
+	for i := 1; i <= 5; i++ {
+		s.Append(ctx, "s", "p1", uint64(i), []byte{byte('0' + i)})
+	}
+	if _, ok, _ := s.After(ctx, "s", "p1", 0); ok {
+		t.Error("resumed from before the events the count bound let go")
+	}
+	frames, ok, _ := s.After(ctx, "s", "p1", 2)
+	if !ok || len(frames) != 3 || string(frames[0]) != "3" || string(frames[2]) != "5" {
+		t.Errorf("After 2 = %q %v, want 3 4 5", frames, ok)
+	}
+	b := httpx.NewMemoryEventStore(100, 10, time.Hour)
+	for i := 1; i <= 4; i++ {
+		b.Append(ctx, "s", "p1", uint64(i), []byte("abcd"))
+	}
+	if frames, ok, _ := b.After(ctx, "s", "p1", 2); !ok || len(frames) != 2 {
+		t.Errorf("byte bound: After 2 = %q %v, want the last two (8 of 10 bytes)", frames, ok)
+	}
+	if _, ok, _ := b.After(ctx, "s", "p1", 1); ok {
+		t.Error("byte bound: resumed from before the events it let go")
+	}
+	b.Forget(ctx, "s")
+	if _, ok, _ := b.After(ctx, "s", "p1", 3); ok {
+		t.Error("a forgotten session's stream is still resumable")
+	}
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	a := httpx.NewMemoryEventStore(100, 1<<20, time.Minute)
+	httpx.SetEventStoreClock(a, func() time.Time { return now })
+	a.Append(ctx, "s", "g", 1, []byte("old"))
+	now = now.Add(45 * time.Second)
+	a.Append(ctx, "s", "g", 2, []byte("new"))
+	now = now.Add(30 * time.Second) // the first is 75 s old, the second 30 s
+	if _, ok, _ := a.After(ctx, "s", "g", 0); ok {
+		t.Error("age bound: resumed from before an event older than the store's age")
+	}
+	if frames, ok, _ := a.After(ctx, "s", "g", 1); !ok || len(frames) != 1 || string(frames[0]) != "new" {
+		t.Errorf("age bound: After 1 = %q %v, want the newer event", frames, ok)
+	}
+}
