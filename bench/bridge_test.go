@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -456,4 +457,259 @@ func clip(b []byte) string {
 		s = s[:300] + "…"
 	}
 	return s
+}
+
+// ---- a child per session: relay bridge's sessions against supergateway's stateful mode ----
+
+// legacyEchoEnv makes the bench binary serve legacyecho on its stdio instead of running its
+// tests and benchmarks: a stdio server of the initialize generation only, as most servers
+// are today, so that relay bridge gives each session a child of its own.
+const legacyEchoEnv = "RELAY_BENCH_LEGACY_ECHO"
+
+func init() {
+	if os.Getenv(legacyEchoEnv) != "1" {
+		return
+	}
+	serveLegacyEcho(os.Stdin, os.Stdout)
+	os.Exit(0)
+}
+
+// serveLegacyEcho answers initialize (2025-11-25, tools), ping, tools/list and tools/call
+// echo (the text, as one text item) until its input ends; server/discover and anything else
+// get -32601, notifications nothing.
+func serveLegacyEcho(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 16<<20)
+	w := bufio.NewWriter(out)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil || m.Method == "" {
+			continue
+		}
+		var result any
+		switch m.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": legacyVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "legacy-echo", "version": "1.0.0"}}
+		case "ping":
+			result = map[string]any{}
+		case "tools/list":
+			result = map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}}}
+		case "tools/call":
+			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": m.Params.Arguments.Text}}}
+		}
+		reply := map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result}
+		if result == nil {
+			reply = map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found: " + m.Method}}
+		}
+		b, _ := json.Marshal(reply)
+		w.Write(append(b, '\n'))
+		if w.Flush() != nil {
+			return
+		}
+	}
+}
+
+// legacyEcho sets the environment for the bench binary to be a legacy echo server (inherited
+// by relay or supergateway, and by the children they start) and returns its path and command
+// name.
+func legacyEcho(b *testing.B) (string, string) {
+	echoServers(b) // relayCLI builds relay beside them
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv(legacyEchoEnv, "1")
+	comm := filepath.Base(self)
+	if len(comm) > 15 { // /proc/PID/stat keeps 15 bytes of the name
+		comm = comm[:15]
+	}
+	return self, comm
+}
+
+// sessionServers are the servers of the session benchmarks: relay bridge with and without
+// warm spares, and supergateway's stateful mode, each starting a child per session.
+func sessionServers(b *testing.B, child string) []struct {
+	name string
+	cmd  func(addr string) []string
+} {
+	sg, _ := supergateway()
+	relay := func(spares int) func(addr string) []string {
+		return func(addr string) []string {
+			cli, err := relayCLI()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return []string{cli, "bridge", "--listen", addr, "--pool", "1", "--spares", strconv.Itoa(spares),
+				"--max-sessions", "256", "--", child}
+		}
+	}
+	return []struct {
+		name string
+		cmd  func(addr string) []string
+	}{
+		{"relay-spares=0", relay(0)},
+		{"relay-spares=2", relay(2)},
+		{"supergateway-stateful", func(addr string) []string { return sgCmd(sg, addr, child, true) }},
+	}
+}
+
+// BenchmarkBridgeSessions drives tools/call echo on bridgeConns initialize-generation
+// sessions, one per connection, each of which has a child of its own (the legacy echo
+// server above): throughput and latency as BenchmarkBridge reports them, and the memory a
+// session costs: the resident set of the server and all its descendants with the sessions
+// open, less that before any session, divided by the sessions (rss-KiB/session).
+func BenchmarkBridgeSessions(b *testing.B) {
+	child, comm := legacyEcho(b)
+	_, sgSkip := supergateway()
+	for _, s := range sessionServers(b, child) {
+		b.Run("server="+s.name+"/conns="+strconv.Itoa(bridgeConns), func(b *testing.B) {
+			if strings.HasPrefix(s.name, "supergateway") && sgSkip != "" {
+				b.Skip(sgSkip)
+			}
+			ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+			defer cancel()
+			p, err := startListening(ctx, s.cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.stop()
+			url := "http://" + p.addr + "/mcp"
+			time.Sleep(time.Second) // the pool's child and the spares have started
+			idle := treeRSS(p.cmd.Process.Pid)
+			d, err := newSessionDriver(ctx, url, bridgeConns, httpText)
+			if err != nil {
+				b.Fatalf("%v%s", err, p.stderr.suffix())
+			}
+			defer d.Close()
+			if _, err := d.Drive(ctx, 0, warmUp); err != nil {
+				b.Fatalf("%v%s", err, p.stderr.suffix())
+			}
+			w := watchChildren(p.cmd.Process.Pid, comm)
+			res, err := d.DriveFunc(ctx, func() bool {
+				if b.Loop() {
+					return true
+				}
+				b.StartTimer()
+				return false
+			})
+			b.StopTimer()
+			children := w.stop()
+			busy := treeRSS(p.cmd.Process.Pid)
+			if err != nil {
+				b.Fatalf("%v%s", err, p.stderr.suffix())
+			}
+			if res.Errors > 0 {
+				b.Fatalf("%d of %d answers were bad; the first: %s", res.Errors, res.Requests, res.FirstError)
+			}
+			d.Close()
+			if err := p.stop(); err != nil {
+				b.Log(err)
+			}
+			b.ReportMetric(res.PerSecond(), "req/s")
+			b.ReportMetric(float64(res.Percentile(50))/float64(time.Microsecond), "p50-µs")
+			b.ReportMetric(float64(res.Percentile(99))/float64(time.Microsecond), "p99-µs")
+			if goruntime.GOOS == "linux" {
+				b.ReportMetric(float64(children), "children")
+				b.ReportMetric(float64(busy-idle)/float64(bridgeConns)/1024, "rss-KiB/session")
+			}
+		})
+	}
+}
+
+// startPause is how long BenchmarkBridgeSessionStart waits between sessions, outside the
+// timer.
+const startPause = 300 * time.Millisecond
+
+// BenchmarkBridgeSessionStart measures how long a new initialize-generation session takes
+// to be served when it finds the server idle (startPause after the last one ended):
+// initialize, notifications/initialized and the first tools/call echo answered (start-µs,
+// the median; ns/op includes the DELETE that ends each session). relay bridge with spares
+// hands the session a child spawned ahead; without, and supergateway, spawn one at the
+// initialize. Sessions that come faster than the children can be spawned find no spare left
+// whatever their number: spares buy latency for the sessions of a burst, not throughput.
+func BenchmarkBridgeSessionStart(b *testing.B) {
+	child, _ := legacyEcho(b)
+	_, sgSkip := supergateway()
+	for _, s := range sessionServers(b, child) {
+		b.Run("server="+s.name, func(b *testing.B) {
+			if strings.HasPrefix(s.name, "supergateway") && sgSkip != "" {
+				b.Skip(sgSkip)
+			}
+			ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+			defer cancel()
+			p, err := startListening(ctx, s.cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.stop()
+			d := &sessionDriver{url: "http://" + p.addr + "/mcp", text: httpText,
+				tr: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, DisableCompression: true}}
+			d.hc = &http.Client{Transport: d.tr}
+			defer d.Close()
+			time.Sleep(time.Second) // the pool's child and the spares have started
+			var starts []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				sess, err := d.open(ctx)
+				if err != nil {
+					b.Fatalf("%v%s", err, p.stderr.suffix())
+				}
+				_, _, bad, err := d.call(ctx, sess)
+				if err == nil {
+					err = bad
+				}
+				if err != nil {
+					b.Fatalf("%v%s", err, p.stderr.suffix())
+				}
+				starts = append(starts, time.Since(t0))
+				d.end(ctx, sess)
+				// A session that finds the server idle: relay bridge has made up its spares,
+				// and the ended session's child has stopped.
+				b.StopTimer()
+				time.Sleep(startPause)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			slices.Sort(starts)
+			b.ReportMetric(float64(starts[len(starts)/2])/float64(time.Microsecond), "start-µs")
+		})
+	}
+}
+
+// end sends DELETE for s's session; the answer does not matter.
+func (d *sessionDriver) end(ctx context.Context, s *legacySession) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, d.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("MCP-Protocol-Version", s.version)
+	if resp, err := d.hc.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// treeRSS sums the resident set of pid and all its descendants (Linux; 0 elsewhere).
+func treeRSS(pid int) int64 {
+	total, _ := vmRSS(pid)
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(kids)) {
+			if kid, err := strconv.Atoi(f); err == nil {
+				total += treeRSS(kid)
+			}
+		}
+	}
+	return total
 }
