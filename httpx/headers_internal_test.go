@@ -33,6 +33,9 @@ func TestHeaderMatches_DIGEST_A13(t *testing.T) {
 		{"a value with a space at either end is sent base64", "string", " a", `" a"`, false},
 		{"a non-ASCII value is sent base64", "string", "élève", `"élève"`, false},
 		{"an empty argument is mirrored as an empty header", "string", "", `""`, true},
+		{"only both markers make the base64 form: a prefix alone is a literal", "string", "=?base64?abc", `"=?base64?abc"`, true},
+		{"a suffix alone is a literal too", "string", "abc?=", `"abc?="`, true},
+		{"the markers are lowercase", "string", "=?BASE64?YWJj?=", `"=?BASE64?YWJj?="`, true},
 	}
 	for _, tc := range cases {
 		if got := headerMatches(tc.typ, tc.header, json.RawMessage(tc.value)); got != tc.want {

@@ -409,20 +409,17 @@ func decimalNumber(s []byte) (*big.Rat, bool) {
 	return new(big.Rat).SetString(string(s))
 }
 
-// decodeHeaderValue undoes the =?base64?…?= form of mirrored header values. A value that is
-// not in that form must be plain: visible ASCII and inner spaces only (MCP 2026-07-28,
+// decodeHeaderValue undoes the =?base64?…?= form of mirrored header values (both markers,
+// lowercase). A value that is not in that form must be plain: visible ASCII and inner spaces only (MCP 2026-07-28,
 // Transports › Streamable HTTP: anything else is sent base64).
 func decodeHeaderValue(v string) (string, bool) {
-	inner, ok := strings.CutPrefix(v, "=?base64?")
-	if !ok {
-		return v, plainHeaderValue(v)
+	if len(v) >= len("=?base64??=") && strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") {
+		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+		return string(b), err == nil
 	}
-	inner, ok = strings.CutSuffix(inner, "?=")
-	if !ok {
-		return "", false
-	}
-	b, err := base64.StdEncoding.DecodeString(inner)
-	return string(b), err == nil
+	// Only a value with both markers is the base64 form: "=?base64?abc" is a literal (a
+	// client sends a literal that looks like the whole form in base64 itself).
+	return v, plainHeaderValue(v)
 }
 
 // plainHeaderValue reports whether v may be sent as it is: no control or non-ASCII byte, and
