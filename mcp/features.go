@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
@@ -55,52 +56,136 @@ func (s *Server) middlewareChains() []MethodHandler {
 	return chains
 }
 
-// handler returns the request actor's body for a feature method: middleware, the
-// per-request timeout, encoding, and the 2026-07-28 result fields. The Request is made here,
-// on the dispatcher's goroutine, and handed to the actor, which alone uses it from then on.
-func (s *Server) handler(f *feature, rm requestMeta) runtime.Handler {
-	req := &Request{s: s, meta: rm}
-	return func(ctx context.Context, rt *runtime.Request) (any, error) {
-		req.method, req.rt = rt.Method, rt
-		if req.meta.trace.Parent != "" {
-			ctx = runtime.WithTrace(ctx, req.meta.trace)
-		}
-		if s.opts.RequestTimeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errTimedOut)
-			defer cancel()
-		}
-		res, err := s.chains[f.index](ctx, req)
-		if err != nil {
-			if errors.Is(context.Cause(ctx), errTimedOut) {
-				return nil, &jsonrpc.Error{Code: CodeServerBusy, Message: fmt.Sprintf(
-					"Request timed out after %s; retry with a simpler request, or later", s.opts.RequestTimeout)}
-			}
-			return nil, err
-		}
-		if r, ok := res.(*CallToolResult); ok && r.textOnly() {
-			req.text = textResult{open: s.modernOpen, r: r}
-			if !req.meta.modern {
-				req.text.open = legacyOpen
-			}
-			return &req.text, nil
-		}
-		raw, err := encodeResult(res)
-		if err != nil || !req.meta.modern {
-			return raw, err
-		}
-		complete := jsonrpc.FirstKey(raw) != "resultType" // only input_required sets it
-		raw = s.modernResult(raw)
-		if f.cacheable && complete {
-			ttl := s.opts.CacheTTL
-			if req.retrying {
-				ttl = 0 // results of input_required retries must not be reused
-			}
-			raw = s.cacheable(raw, ttl)
-		}
-		return raw, nil
+// toolsCall is the feature that may run on a goroutine of its own (see routing.run).
+var toolsCall = features["tools/call"]
+
+// routing is what Route read of a feature request, for the first part of its handler. It is
+// filled on the dispatcher's goroutine and handed to the request's actor, which alone uses it
+// and gives it back to the pool as soon as it has read what it needs: before a tool call goes
+// on on its own goroutine, so that a call that waits does not keep it, or when the handler
+// returns. Routings are reused because one is made for every request: as garbage, they would
+// leave the heap in pieces that a burst of parked calls keeps resident.
+type routing struct {
+	s      *Server
+	f      *feature
+	meta   requestMeta
+	trace  runtime.TraceContext
+	params paramValues     // the members of params in topParams, read once at routing
+	serve  runtime.Handler // rc.run, made once for each routing
+}
+
+var routings sync.Pool
+
+func init() {
+	routings.New = func() any {
+		rc := new(routing)
+		rc.serve = rc.run
+		return rc
 	}
 }
+
+// handler returns the request actor's body for a feature method: middleware, the
+// per-request timeout, encoding, and the 2026-07-28 result fields.
+func (s *Server) handler(f *feature, rm requestMeta, trace runtime.TraceContext, params *paramValues) runtime.Handler {
+	rc := routings.Get().(*routing)
+	rc.s, rc.f, rc.meta, rc.trace, rc.params = s, f, rm, trace, *params
+	return rc.serve
+}
+
+// release gives rc back to the pool.
+func (rc *routing) release() {
+	*rc = routing{serve: rc.serve}
+	routings.Put(rc)
+}
+
+// run is the request actor's body. A tools/call (without middleware, which must see the
+// whole call) runs everything up to the tool itself here, on a worker: finding it, checking
+// and decoding its arguments, the deep part. Then, if the tool's calls wait (waitingCalls of
+// them already wait on workers), the tool runs as a runtime.Continuation on a goroutine of its
+// own, which keeps a small stack however long it waits; otherwise it runs here too, which
+// costs a call that answers at once nothing more.
+func (rc *routing) run(ctx context.Context, rt *runtime.Request) (any, error) {
+	s, f := rc.s, rc.f
+	req := &Request{rt: rt, s: s, meta: rc.meta, params: &rc.params}
+	if rc.trace.Parent != "" {
+		ctx = runtime.WithTrace(ctx, rc.trace)
+	}
+	var stop context.CancelFunc
+	if s.opts.RequestTimeout > 0 {
+		ctx, stop = context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errTimedOut)
+	}
+	var res any
+	var err error
+	if f == toolsCall && len(s.opts.Middleware) == 0 {
+		var run toolRunner
+		run, res, err = s.startTool(ctx, req)
+		req.params = nil
+		rc.release()
+		switch {
+		case run == nil:
+		case run.waits():
+			return run.detach(ctx, stop), nil
+		default:
+			res, err = run.call(ctx)
+		}
+	} else {
+		res, err = s.chains[f.index](ctx, req)
+		req.params = nil
+		rc.release()
+	}
+	return s.finish(ctx, f, req, stop, res, err)
+}
+
+// finish turns what a feature method returned into the request's result: a timeout's
+// error, a textOnly tool result for the runtime to encode, or the encoded result with the
+// 2026-07-28 fields. stop, if not nil, ends the request's time limit.
+func (s *Server) finish(ctx context.Context, f *feature, req *Request, stop context.CancelFunc, res any, err error) (any, error) {
+	if stop != nil {
+		defer stop()
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errTimedOut) {
+			return nil, &jsonrpc.Error{Code: CodeServerBusy, Message: fmt.Sprintf(
+				"Request timed out after %s; retry with a simpler request, or later", s.opts.RequestTimeout)}
+		}
+		return nil, err
+	}
+	if r, ok := res.(*CallToolResult); ok && r.textOnly() {
+		req.text = r
+		return (*textAnswer)(req), nil
+	}
+	raw, err := encodeResult(res)
+	if err != nil || !req.meta.modern {
+		return raw, err
+	}
+	complete := jsonrpc.FirstKey(raw) != "resultType" // only input_required sets it
+	raw = s.modernResult(raw)
+	if f.cacheable && complete {
+		ttl := s.opts.CacheTTL
+		if req.retrying {
+			ttl = 0 // results of input_required retries must not be reused
+		}
+		raw = s.cacheable(raw, ttl)
+	}
+	return raw, nil
+}
+
+// textAnswer is a request whose result is a textOnly tool result (req.text), which the
+// runtime encodes straight into the response frame (see textResult).
+type textAnswer Request
+
+func (t *textAnswer) result() textResult {
+	if t.meta.modern {
+		return textResult{open: t.s.modernOpen, r: t.text}
+	}
+	return textResult{open: legacyOpen, r: t.text}
+}
+
+// SizeHint implements runtime.Appender.
+func (t *textAnswer) SizeHint() int { r := t.result(); return r.SizeHint() }
+
+// AppendJSON implements runtime.Appender.
+func (t *textAnswer) AppendJSON(dst []byte) []byte { r := t.result(); return r.AppendJSON(dst) }
 
 // legacyOpen starts a result object of the initialize generation.
 var legacyOpen = []byte("{")
@@ -128,33 +213,28 @@ func encodeResult(res any) (json.RawMessage, error) {
 // state and responses are the request's raw requestState and inputResponses.
 func (s *Server) interactive(ctx context.Context, req *Request, target string, args, state, responses json.RawMessage,
 	run func() (any, error)) (any, error) {
-	if !req.meta.modern {
-		return run()
+	if err := s.resumeInput(ctx, req, target, args, state, responses); err != nil {
+		return nil, err
 	}
-	// The binding is computed only when a requestState is read or issued: hashing the
-	// arguments costs a decode and an encode of them, which plain calls need not pay.
-	var bind *requestState
-	binding := func() *requestState {
-		if bind == nil {
-			bind = &requestState{Method: req.method, Target: target, Args: argsDigest(args)}
-			if p := runtime.PrincipalFrom(ctx); p != nil {
-				bind.Principal = p.ID
-			}
-		}
-		return bind
+	res, err := run()
+	return s.askedInput(ctx, req, target, args, res, err)
+}
+
+// resumeInput is interactive's first half: under 2026-07-28, the answers of earlier rounds,
+// from requestState and inputResponses.
+func (s *Server) resumeInput(ctx context.Context, req *Request, target string, args, state, responses json.RawMessage) error {
+	if !req.meta.modern || (state == nil && responses == nil) {
+		return nil
 	}
-	var answers map[string]json.RawMessage // made only when a retry brings answers
-	if state != nil || responses != nil {
-		answers = map[string]json.RawMessage{}
-	}
+	answers := map[string]json.RawMessage{}
 	if raw := state; raw != nil {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
-			return nil, errInvalidParams("requestState must be a string")
+			return errInvalidParams("requestState must be a string")
 		}
-		st, err := s.openState(token, binding())
+		st, err := s.openState(token, binding(ctx, req, target, args))
 		if err != nil {
-			return nil, errInvalidParams("%v", err)
+			return errInvalidParams("%v", err)
 		}
 		for k, v := range st.Answers {
 			answers[k] = v
@@ -164,27 +244,47 @@ func (s *Server) interactive(ctx context.Context, req *Request, target string, a
 	if raw := responses; raw != nil {
 		var got map[string]json.RawMessage
 		if json.Unmarshal(raw, &got) != nil {
-			return nil, errInvalidParams("inputResponses must be an object")
+			return errInvalidParams("inputResponses must be an object")
 		}
 		for k, v := range got {
 			answers[k] = v
 		}
 		req.retrying = true
 	}
-	req.answers = answers
-	res, err := run()
-	if err == nil || !errors.Is(err, ErrInputRequired) || len(req.asked) == 0 {
+	req.rounds().answers = answers
+	return nil
+}
+
+// askedInput is interactive's second half: under 2026-07-28, a handler's ErrInputRequired
+// becomes an input_required result whose requestState carries every answer so far.
+func (s *Server) askedInput(ctx context.Context, req *Request, target string, args json.RawMessage, res any, err error) (any, error) {
+	in := req.input
+	if !req.meta.modern || err == nil || !errors.Is(err, ErrInputRequired) || in == nil || len(in.asked) == 0 {
 		return res, err
 	}
+	answers := in.answers
 	if answers == nil {
 		answers = map[string]json.RawMessage{}
 	}
-	binding().Answers = answers
+	// The binding is computed only when a requestState is read or issued: hashing the
+	// arguments costs a decode and an encode of them, which plain calls need not pay.
+	bind := binding(ctx, req, target, args)
+	bind.Answers = answers
 	return struct {
 		ResultType    string                  `json:"resultType"`
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
-	}{"input_required", req.asked, s.sealState(bind)}, nil
+	}{"input_required", in.asked, s.sealState(bind)}, nil
+}
+
+// binding is what a requestState is bound to: the request's method, target, arguments and
+// principal.
+func binding(ctx context.Context, req *Request, target string, args json.RawMessage) *requestState {
+	bind := &requestState{Method: req.rt.Method, Target: target, Args: argsDigest(args)}
+	if p := runtime.PrincipalFrom(ctx); p != nil {
+		bind.Principal = p.ID
+	}
+	return bind
 }
 
 // listPage decodes a list request's cursor and returns the keys of its page.

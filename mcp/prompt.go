@@ -96,7 +96,7 @@ func (s *Server) listPrompts(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
-	params := &req.meta.params // read when the request was routed
+	params := req.params // read when the request was routed
 	name, err := asString(params[pName], "name")
 	if err != nil {
 		return nil, err

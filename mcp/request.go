@@ -40,39 +40,54 @@ var levelRank = map[LoggingLevel]int{
 // requestMeta is what the server knows of a request beyond its params: its era, the version
 // and capabilities it runs under, and what it opted into.
 type requestMeta struct {
-	modern        bool
 	version       string
 	clientCaps    json.RawMessage
 	progressToken json.RawMessage // raw string or integer; nil when absent
-	logLevel      int             // index into levelRank; -1 sends no log messages
-	trace         runtime.TraceContext
-	params        paramValues // the members of params in topParams, read once at routing
+	logLevel      int8            // index into levelRank; -1 sends no log messages
+	modern        bool
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
 // client capabilities it runs under, and the ways to talk to the client while it runs. A
 // Request belongs to one handler invocation and is not safe for concurrent use.
+//
+// A tool call that waits keeps its Request for as long as it waits, so it holds only what the
+// handler may still need (176 bytes); what only routing and argument decoding need is in the
+// handler's routing, given back before the tool is called (see routing.run).
 type Request struct {
-	method string
 	rt     *runtime.Request
 	s      *Server
 	meta   requestMeta
+	params *paramValues // in the routing; nil once a tool runs on its own goroutine
 
 	lastProgress float64
 	sentProgress bool
+	retrying     bool // the request carried inputResponses or requestState
 
-	answers  map[string]json.RawMessage // 2026-07-28: the client's answers so far
-	asked    map[string]inputRequest    // 2026-07-28: what this run needs
-	nAsk     int
-	retrying bool // the request carried inputResponses or requestState
+	input *inputRounds // 2026-07-28 only, made when answers come in or the handler asks
 
 	// Storage for what a request makes exactly once, to save it an allocation of its own.
 	toolCall CallToolRequest
-	text     textResult
+	text     *CallToolResult // a textOnly result, which (*textAnswer)(r) encodes
+}
+
+// inputRounds is what a 2026-07-28 request that asks the client for input carries.
+type inputRounds struct {
+	answers map[string]json.RawMessage // the client's answers so far
+	asked   map[string]inputRequest    // what this run needs
+	n       int                        // questions asked so far in this run
+}
+
+// rounds returns r.input, made if need be.
+func (r *Request) rounds() *inputRounds {
+	if r.input == nil {
+		r.input = &inputRounds{}
+	}
+	return r.input
 }
 
 // Method returns the JSON-RPC method being served.
-func (r *Request) Method() string { return r.method }
+func (r *Request) Method() string { return r.rt.Method }
 
 // ID returns the request's JSON-RPC id, exactly as the client sent it.
 func (r *Request) ID() jsonrpc.ID { return r.rt.ID }
@@ -123,7 +138,7 @@ func (r *Request) Log(level LoggingLevel, logger string, data any) error {
 	if !ok {
 		return fmt.Errorf("mcp: unknown logging level %q", level)
 	}
-	if r.meta.logLevel < 0 || rank < r.meta.logLevel {
+	if r.meta.logLevel < 0 || rank < int(r.meta.logLevel) {
 		return nil
 	}
 	return r.rt.Notify("notifications/message", struct {
@@ -246,22 +261,23 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 		}
 		return nil
 	}
-	if !mrtrMethods[r.method] {
-		return fmt.Errorf("mcp: %s cannot ask the client for input; only tools/call, prompts/get and resources/read can", r.method)
+	if !mrtrMethods[r.rt.Method] {
+		return fmt.Errorf("mcp: %s cannot ask the client for input; only tools/call, prompts/get and resources/read can", r.rt.Method)
 	}
-	key := fmt.Sprintf("%s-%d", capability, r.nAsk)
-	r.nAsk++
-	if ans, ok := r.answers[key]; ok {
+	in := r.rounds()
+	key := fmt.Sprintf("%s-%d", capability, in.n)
+	in.n++
+	if ans, ok := in.answers[key]; ok {
 		if err := json.Unmarshal(ans, out); err != nil {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 				Message: "Invalid params: inputResponses[" + key + "] is not a valid " + method + " result"}
 		}
 		return nil
 	}
-	if r.asked == nil {
-		r.asked = map[string]inputRequest{}
+	if in.asked == nil {
+		in.asked = map[string]inputRequest{}
 	}
-	r.asked[key] = inputRequest{Method: method, Params: params}
+	in.asked[key] = inputRequest{Method: method, Params: params}
 	return ErrInputRequired
 }
 

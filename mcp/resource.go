@@ -134,7 +134,7 @@ func (s *Server) listTemplates(ctx context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
-	params := &req.meta.params // read when the request was routed
+	params := req.params // read when the request was routed
 	uri, err := asString(params[pURI], "uri")
 	if err != nil {
 		return nil, err

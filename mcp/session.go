@@ -43,14 +43,14 @@ var removedMethods = []string{
 func (ss *session) Route(req *runtime.Request) runtime.Route {
 	params := readParams(req.Params)
 	if f, ok := features[req.Method]; ok { // nearly every request
-		rm, err := readMeta(params, ss.legacy)
+		rm, trace, err := readMeta(params[pMeta], ss.legacy)
 		if err != nil {
 			return runtime.Route{Err: err}
 		}
 		if !ss.s.advertises(f.capability) {
 			return runtime.Route{Err: errMethodNotFound(req.Method, "")}
 		}
-		return runtime.Route{Handler: ss.s.handler(f, rm)}
+		return runtime.Route{Handler: ss.s.handler(f, rm, trace, &params)}
 	}
 	meta := params[pMeta]
 	if meta != nil && !jsonrpc.IsObject(meta) {
@@ -79,7 +79,7 @@ var errNoVersion = errInvalidParams(
 
 // routeModern routes a 2026-07-28 request for a method that is not a feature.
 func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime.Route {
-	if _, err := readMeta(params, nil); err != nil {
+	if _, _, err := readMeta(params[pMeta], nil); err != nil {
 		return runtime.Route{Err: err}
 	}
 	switch req.Method {
@@ -144,12 +144,11 @@ const (
 
 // readMeta reads what a request runs under from its _meta in one pass: the 2026-07-28
 // protocol members when it has them, otherwise what the connection's initialize established
-// (legacy, nil on a connection without one).
-func readMeta(params paramValues, legacy *legacySession) (requestMeta, error) {
-	rm := requestMeta{logLevel: -1, params: params}
-	meta := params[pMeta]
+// (legacy, nil on a connection without one); and the W3C trace context it carries.
+func readMeta(meta json.RawMessage, legacy *legacySession) (rm requestMeta, trace runtime.TraceContext, err error) {
+	rm.logLevel = -1
 	if meta != nil && !jsonrpc.IsObject(meta) {
-		return rm, errInvalidParams("_meta must be an object")
+		return rm, trace, errInvalidParams("_meta must be an object")
 	}
 	var m [len(metaKeys)]json.RawMessage
 	if meta != nil {
@@ -160,38 +159,38 @@ func readMeta(params paramValues, legacy *legacySession) (requestMeta, error) {
 		version, ok := knownVersion(m[mVersion])
 		if !ok {
 			if version, ok = unquote(m[mVersion]); !ok {
-				return rm, errInvalidParams("_meta %q must be a string", MetaProtocolVersion)
+				return rm, trace, errInvalidParams("_meta %q must be a string", MetaProtocolVersion)
 			}
 		}
 		if caps := m[mCaps]; caps == nil || !jsonrpc.IsObject(caps) {
-			return rm, errInvalidParams("_meta %q is required: an object, {} when the client has none",
+			return rm, trace, errInvalidParams("_meta %q is required: an object, {} when the client has none",
 				MetaClientCapabilities)
 		}
 		if !slices.Contains(ModernVersions, version) {
-			return rm, errUnsupportedVersion(version)
+			return rm, trace, errUnsupportedVersion(version)
 		}
 		rm.modern, rm.version, rm.clientCaps = true, version, m[mCaps]
 		if raw := m[mLogLevel]; raw != nil {
 			level, ok := parseLevel(raw)
 			if !ok {
-				return rm, errInvalidParams("unknown log level %s; use debug, info, notice, warning, error, critical, alert or emergency", raw)
+				return rm, trace, errInvalidParams("unknown log level %s; use debug, info, notice, warning, error, critical, alert or emergency", raw)
 			}
-			rm.logLevel = level
+			rm.logLevel = int8(level)
 		}
 	case legacy != nil:
-		rm.version, rm.clientCaps, rm.logLevel = legacy.version, legacy.caps, legacy.logLevel
+		rm.version, rm.clientCaps, rm.logLevel = legacy.version, legacy.caps, int8(legacy.logLevel)
 	default:
-		return rm, errNoVersion
+		return rm, trace, errNoVersion
 	}
 	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
 		rm.progressToken = tok
 	}
 	// W3C trace context (DIGEST A2: traceparent, tracestate); a malformed one is ignored.
 	if raw := m[mTraceParent]; raw != nil {
-		rm.trace.Parent, _ = unquote(raw)
-		rm.trace.State, _ = unquote(m[mTraceState])
+		trace.Parent, _ = unquote(raw)
+		trace.State, _ = unquote(m[mTraceState])
 	}
-	return rm, nil
+	return rm, trace, nil
 }
 
 // unquote decodes a raw JSON string; ok is false when raw is not one.

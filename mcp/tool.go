@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/runtime"
 )
 
 // Tool describes a tool as tools/list shows it.
@@ -143,7 +145,79 @@ type tool struct {
 	raw     json.RawMessage // the definition, encoded once
 	input   *jsonschema.Resolved
 	output  *jsonschema.Resolved
-	call    func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
+	// start checks and decodes the arguments (req.toolCall.Arguments) and returns the call
+	// of the handler, or else the tool-error result that answers the request.
+	start func(req *Request) (toolRunner, *CallToolResult)
+	// running counts the calls in the handler on workers now; past waitingCalls, the tool
+	// is one whose calls wait, and its next calls are detached (see routing.run).
+	running atomic.Int32
+}
+
+// waitingCalls is how many calls of a tool may be in its handler on workers at once before
+// the next ones run on goroutines of their own. A tool that answers at once never has more
+// calls running than there are cores to run them, and detaching would only cost each call a
+// goroutine and a message to the dispatcher; one whose calls wait piles them up, and each
+// call that waits on a worker keeps the worker's whole stack.
+const waitingCalls = 16
+
+// toolRunner is a tool call whose arguments are decoded: a *toolRun.
+type toolRunner interface {
+	// call runs the tool on the caller's goroutine and returns what callTool returns.
+	call(ctx context.Context) (any, error)
+	// waits reports whether the tool's calls wait (see waitingCalls).
+	waits() bool
+	// detach returns the tool's call as the rest of routing.run, to run on a goroutine of
+	// its own: it runs the tool under ctx and finishes the request as run does; stop ends
+	// the request's time limit (nil without one).
+	detach(ctx context.Context, stop context.CancelFunc) runtime.Continuation
+}
+
+// toolRun is a tool call ready to run: the handler and its decoded arguments. Detached, it
+// and the closure that calls it are what a tools/call that waits keeps besides its Request
+// (and the runtime's own: the request's entry, its context, its goroutine).
+type toolRun[In any] struct {
+	toolState
+	h  ToolHandler[In]
+	in In
+}
+
+// toolState is what a toolRun needs besides the handler and its arguments.
+type toolState struct {
+	req  *Request
+	tl   *tool
+	ctx  context.Context    // detached: the handler's, with its trace and time limit
+	stop context.CancelFunc // detached: ends the time limit; nil without one
+}
+
+func (t *toolRun[In]) call(ctx context.Context) (any, error) {
+	res, err := t.run(ctx)
+	return t.req.s.toolReturned(ctx, t.req, t.tl, res, err)
+}
+
+// run calls the handler on the caller's goroutine, counted in running.
+func (t *toolRun[In]) run(ctx context.Context) (*CallToolResult, error) {
+	t.tl.running.Add(1)
+	defer t.tl.running.Add(-1)
+	return t.h(ctx, &t.req.toolCall, t.in)
+}
+
+func (t *toolRun[In]) waits() bool { return t.tl.running.Load() >= waitingCalls }
+
+// detach: the closure it returns is all that sits between the runtime's frames and the
+// tool's, so its calls take few words.
+func (t *toolRun[In]) detach(ctx context.Context, stop context.CancelFunc) runtime.Continuation {
+	t.ctx, t.stop = ctx, stop
+	return func() (any, error) {
+		res, err := t.h(t.ctx, &t.req.toolCall, t.in)
+		return t.finished(res, err)
+	}
+}
+
+// finished is the end of a detached tool call: its result, finished as routing.run
+// finishes every request.
+func (t *toolState) finished(res *CallToolResult, err error) (any, error) {
+	r, err := t.req.s.toolReturned(t.ctx, t.req, t.tl, res, err)
+	return t.req.s.finish(t.ctx, toolsCall, t.req, t.stop, r, err)
 }
 
 // AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is
@@ -171,32 +245,32 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 	if def.OutputSchema != nil {
 		tl.output = mustResolve(t.Name, "output", def.OutputSchema)
 	}
-	tl.call = func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		args := req.Arguments
+	tl.start = func(req *Request) (toolRunner, *CallToolResult) {
+		args := req.toolCall.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
 		if flat != nil {
 			if err := flat.check(args); err != nil {
-				return invalidArguments(t.Name, err), nil
+				return nil, invalidArguments(t.Name, err)
 			}
 		} else {
 			var inst any
 			if err := json.Unmarshal(args, &inst); err != nil {
-				return invalidArguments(t.Name, err), nil
+				return nil, invalidArguments(t.Name, err)
 			}
 			if err := tl.input.Validate(inst); err != nil {
-				return invalidArguments(t.Name, err), nil
+				return nil, invalidArguments(t.Name, err)
 			}
 		}
-		var in In
-		if flat == nil || !flat.decode(args, &in) {
-			in = *new(In)
-			if err := json.Unmarshal(args, &in); err != nil {
-				return invalidArguments(t.Name, err), nil
+		run := &toolRun[In]{toolState: toolState{req: req, tl: tl}, h: h}
+		if flat == nil || !flat.decode(args, &run.in) {
+			run.in = *new(In)
+			if err := json.Unmarshal(args, &run.in); err != nil {
+				return nil, invalidArguments(t.Name, err)
 			}
 		}
-		return h(ctx, req, in)
+		return run, nil
 	}
 	raw, err := json.Marshal(&def)
 	if err != nil {
@@ -240,15 +314,28 @@ func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
 	return listResult("tools", items, next), nil
 }
 
+// callTool serves tools/call on one goroutine, as middleware sees it. Without middleware,
+// routing.run calls startTool and then the tool itself, detached if its calls wait.
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	p := &req.meta.params // read when the request was routed
+	run, res, err := s.startTool(ctx, req)
+	if run == nil {
+		return res, err
+	}
+	return run.call(ctx)
+}
+
+// startTool is the first part of a tools/call: it finds the tool, restores the answers of
+// earlier input rounds, and checks and decodes the arguments. It returns the call of the
+// tool, ready to run, or else the request's answer.
+func (s *Server) startTool(ctx context.Context, req *Request) (toolRunner, any, error) {
+	p := req.params // read when the request was routed
 	tl := lookupTool(s.reg.Load().tools, p[pName])
 	if tl == nil {
 		name, err := asString(p[pName], "name")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
+		return nil, nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
 	}
 	name := tl.def.Name
 	args := p[pArguments]
@@ -256,28 +343,41 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		args = nil
 	}
 	if args != nil && !jsonrpc.IsObject(args) {
-		return ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
+		return nil, ErrorResult("Invalid arguments for tool " + name + ": arguments must be an object"), nil
 	}
-	return s.interactive(ctx, req, name, args, p[pRequestState], p[pInputResponses], func() (any, error) {
-		req.toolCall = CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)}
-		res, err := tl.call(ctx, &req.toolCall)
-		if err != nil {
-			if isProtocolError(ctx, err) {
-				return nil, err
-			}
-			res = ErrorResult(err.Error())
+	if err := s.resumeInput(ctx, req, name, args, p[pRequestState], p[pInputResponses]); err != nil {
+		return nil, nil, err
+	}
+	req.toolCall = CallToolRequest{Request: req, Name: name, Arguments: json.RawMessage(args)}
+	run, bad := tl.start(req)
+	if run == nil {
+		res, err := s.toolReturned(ctx, req, tl, bad, nil)
+		return nil, res, err
+	}
+	return run, nil, nil
+}
+
+// toolReturned turns what a tool returned into the tools/call's result: a Go error becomes a
+// tool-error result unless it is the protocol's, and a structured result must match the
+// output schema; under 2026-07-28, a request for input becomes an input_required result.
+func (s *Server) toolReturned(ctx context.Context, req *Request, tl *tool, res *CallToolResult, err error) (any, error) {
+	name := tl.def.Name
+	if err != nil {
+		if isProtocolError(ctx, err) {
+			return s.askedInput(ctx, req, name, req.toolCall.Arguments, nil, err)
 		}
-		if res == nil {
-			res = &CallToolResult{Content: []Content{}}
+		res = ErrorResult(err.Error())
+	}
+	if res == nil {
+		res = &CallToolResult{Content: []Content{}}
+	}
+	if tl.output != nil && !res.IsError {
+		if err := checkOutput(tl.output, res.StructuredContent); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "Internal error: tool " + name + " returned structuredContent that does not match its outputSchema: " + err.Error()}
 		}
-		if tl.output != nil && !res.IsError {
-			if err := checkOutput(tl.output, res.StructuredContent); err != nil {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-					Message: "Internal error: tool " + name + " returned structuredContent that does not match its outputSchema: " + err.Error()}
-			}
-		}
-		return res, nil
-	})
+	}
+	return res, nil
 }
 
 // lookupTool finds the tool a raw JSON name names, without allocating for the common name
