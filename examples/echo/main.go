@@ -39,26 +39,17 @@ func main() {
 
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep for ms milliseconds.", Annotations: safe},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, error) {
-			total := time.Duration(in.MS) * time.Millisecond
-			done := time.NewTimer(total)
-			defer done.Stop()
-			var tick <-chan time.Time // nil, and never ready, unless progress was asked for
 			if req.ProgressToken() != nil {
-				t := time.NewTicker(max(total/10, time.Millisecond))
-				defer t.Stop()
-				tick = t.C
+				return sleepReporting(ctx, req, in.MS)
 			}
-			start := time.Now()
-			for {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-done.C:
-					return mcp.TextResult(fmt.Sprintf("slept %d ms", in.MS)), nil
-				case <-tick:
-					elapsed := min(time.Since(start).Milliseconds(), int64(in.MS)) // never past the total
-					req.Progress(float64(elapsed), float64(in.MS), "sleeping")
-				}
+			// Only the wait itself here, so that a call that waits keeps a small stack.
+			done := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
+			defer done.Stop()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-done.C:
+				return slept(in.MS), nil
 			}
 		})
 
@@ -97,3 +88,27 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// sleepReporting is the sleep tool for a request that asked for progress: it reports it every
+// tenth of the time.
+func sleepReporting(ctx context.Context, req *mcp.CallToolRequest, ms int) (*mcp.CallToolResult, error) {
+	total := time.Duration(ms) * time.Millisecond
+	done := time.NewTimer(total)
+	defer done.Stop()
+	tick := time.NewTicker(max(total/10, time.Millisecond))
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-done.C:
+			return slept(ms), nil
+		case <-tick.C:
+			elapsed := min(time.Since(start).Milliseconds(), int64(ms)) // never past the total
+			req.Progress(float64(elapsed), float64(ms), "sleeping")
+		}
+	}
+}
+
+func slept(ms int) *mcp.CallToolResult { return mcp.TextResult(fmt.Sprintf("slept %d ms", ms)) }
