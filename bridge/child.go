@@ -48,7 +48,7 @@ type childConn struct {
 	proxied chan error     // the core's result, once
 	asks    sync.WaitGroup // the asks of the client, and notifications waiting for room
 	nextID  atomic.Int64
-	load    atomic.Int64 // calls in flight, for least-loaded routing
+	load    atomic.Int64 // calls in flight, listens apart, for least-loaded routing
 	log     *zap.Logger
 
 	closeOnce sync.Once
@@ -176,8 +176,10 @@ func (c *childConn) notify(method string, params json.RawMessage) {
 // requests are asked of the client while the call is in flight.
 func (c *childConn) call(ctx context.Context, rt *runtime.Request, method string, params json.RawMessage,
 	notify func(method string, params json.RawMessage)) (json.RawMessage, *jsonrpc.Error, error) {
-	c.load.Add(1)
-	defer c.load.Add(-1)
+	if method != "subscriptions/listen" { // a stream held open is no work in progress
+		c.load.Add(1)
+		defer c.load.Add(-1)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	id := "s" + strconv.FormatInt(c.nextID.Add(1), 10)

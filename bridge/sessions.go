@@ -87,7 +87,7 @@ func (s *sessionChildren) spawn() *childConn {
 	return startChild(s.ctx, name, s.spec, s.proxy, s.log)
 }
 
-// errSessionsFull is the answer to an initialize beyond the bound.
+// errFull is the answer to an initialize beyond the bound.
 func (s *sessionChildren) errFull() error {
 	return &jsonrpc.Error{Code: mcp.CodeServerBusy,
 		Message: fmt.Sprintf("Server busy: all %d sessions of this bridge have a child of their own (--max-sessions); end one (DELETE), or retry later", cap(s.slots)),

@@ -56,6 +56,9 @@ func startLegacyListener(ctx context.Context, c *childConn, peer *runtime.Peer, 
 			l.mu.Lock()
 			params := l.params
 			l.mu.Unlock()
+			if string(jsonrpc.Field(params, "notifications")) == "{}" {
+				continue // nothing to listen for (yet)
+			}
 			streamCtx, cancel := context.WithCancel(ctx)
 			ended := make(chan struct{})
 			l.done.Go(func() {
@@ -105,7 +108,7 @@ func listenParams(childCaps, clientCaps json.RawMessage, uris []string) json.Raw
 			filter[l+"ListChanged"] = true
 		}
 	}
-	if string(jsonrpc.Field(jsonrpc.Field(childCaps, "resources"), "subscribe")) == "true" {
+	if string(jsonrpc.Field(jsonrpc.Field(childCaps, "resources"), "subscribe")) == "true" && len(uris) > 0 {
 		filter["resourceSubscriptions"] = slices.Clip(append([]string{}, uris...))
 	}
 	if clientCaps == nil {
