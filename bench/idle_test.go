@@ -29,7 +29,7 @@ import (
 //   - server=idle: the bench binary itself, re-run as a stdio server (stdio.Serve, default
 //     budget) whose only handler blocks until released: what the runtime holds;
 //   - server=relay: examples/echo with its sleep tool (sleeping 10 minutes): an MCP tool
-//     call, with everything the MCP layer and the tool's own timers add.
+//     call, with everything the MCP layer and the tool's own timer add.
 //
 // Each sub-benchmark starts a fresh server, so that no run reuses what an earlier one left.
 // After the requests, one more request that is answered at once proves that the server has

@@ -56,10 +56,12 @@ func defaultOptions() options {
 // Memory therefore stays bounded whatever the peer sends: requests in flight on one
 // connection hold at most maxBytes of frames plus maxRequests × the runtime's own cost per
 // request, plus whatever the handlers keep. That cost, for a handler parked on a channel, is
-// about 3.7 KiB, most of it the worker goroutine's 2 KiB stack and its descriptor (see
-// BenchmarkIdleInFlight in bench/); a handler whose calls go deeper has a 4 KiB stack, as an
-// MCP tool call has (about 7.2 KiB each for examples/echo's sleep tool, timers included). With
-// the defaults: 64 MiB + 131,072 × 3.7 KiB, about 540 MiB, before the handlers' own.
+// about 3.6 KiB, most of it the worker goroutine's 2 KiB stack and its descriptor (see
+// BenchmarkIdleInFlight in bench/); a handler that goes deeper before it waits has a 4 KiB
+// stack, unless it waits in a Continuation, as MCP's tool calls do once their tool's calls
+// pile up (about 4.2 KiB each for examples/echo's sleep tool, its timer and MCP's state
+// included). With the defaults: 64 MiB + 131,072 × 3.6 KiB, about 530 MiB, before the
+// handlers' own.
 func WithBudget(maxRequests, maxBytes int) Option {
 	return optionFunc(func(o *options) {
 		if maxRequests > 0 {
