@@ -27,16 +27,17 @@
 //     input_required answer into server-to-client requests on the client's stream, retrying
 //     with the answers — so sampling and elicitation work;
 //   - modern client, legacy child: the bridge initializes every child itself once (replayed
-//     on restart by the supervisor's proxy), answers server/discover from that, strips _meta
-//     on the way in and adds resultType and serverInfo on the way out;
+//     on restart by the supervisor's proxy), declaring sampling and elicitation, answers
+//     server/discover from that, strips _meta on the way in and adds resultType and
+//     serverInfo on the way out;
 //   - legacy client, legacy child: the session's own child, initialized by the client.
 //
 // A modern client's subscriptions/listen is held open on a child of the pool (the proxy and
 // this package put the client's listen id back on every notification); on legacy children,
 // it gets a child of its own, subscribed by the bridge (listenlegacy.go). A legacy client's
 // subscriptions on modern children become a listen the bridge holds on the session's child
-// (sublisten.go). Each generation sees its own shapes (shapes.go). Not yet: a modern client's
-// sampling and elicitation on legacy children (through input_required).
+// (sublisten.go). A legacy child's questions to a modern client become input_required
+// (mrtr.go). Each generation sees its own shapes (shapes.go).
 package bridge
 
 import (
@@ -98,6 +99,7 @@ type Bridge struct {
 
 	health   health
 	watchers sync.WaitGroup // one per child of the pool, until its client ends
+	parking  parking        // 2026-07-28 calls on legacy children waiting for the client's retry
 }
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -131,7 +133,9 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		return b, nil
 	}
 	b.legacy = true
-	params := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"relay-bridge","version":"1.0.0"}}`)
+	// The capabilities the bridge can serve for 2026-07-28 clients, through input_required
+	// (mrtr.go); a request that did not declare one its child asks for gets -32021.
+	params := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"relay-bridge","version":"1.0.0"}}`)
 	for _, c := range b.clients {
 		res, rpcErr, err := c.call(probe, nil, "initialize", params, nil)
 		if err != nil || rpcErr != nil {
@@ -173,6 +177,7 @@ func (b *Bridge) Close() error {
 	var errs []error
 	b.once.Do(func() {
 		close(b.health.closing)
+		b.parking.close()
 		if b.own != nil {
 			b.own.close()
 		}
@@ -186,6 +191,7 @@ func (b *Bridge) Close() error {
 			}
 		}
 		b.watchers.Wait()
+		b.parking.wait() // the children are closed: no call waits on one now
 		b.stop()
 	})
 	return errors.Join(errs...)

@@ -65,10 +65,10 @@ type childMsg struct {
 }
 
 type childCall struct {
-	listen bool             // a subscriptions/listen stream
-	ctx    context.Context  // the call's; ended when it returns, which ends its asks
-	rt     *runtime.Request // the HTTP request it serves: its stream carries the child's asks
-	reply  chan childReply  // buffered: the actor never waits on it
+	listen bool            // a subscriptions/listen stream
+	ctx    context.Context // the call's; ended when it returns, which ends its asks
+	ask    asker           // puts the child's requests to the client, if the call can
+	reply  chan childReply // buffered: the actor never waits on it
 	notify func(method string, params json.RawMessage)
 }
 
@@ -172,9 +172,8 @@ func (c *childConn) notify(method string, params json.RawMessage) {
 }
 
 // call sends a request to the child and waits for its answer, as supervise.Client.Call does;
-// rt, when not nil, is the HTTP request the call serves, on whose stream the child's own
-// requests are asked of the client while the call is in flight.
-func (c *childConn) call(ctx context.Context, rt *runtime.Request, method string, params json.RawMessage,
+// ask, when not nil, puts the child's own requests to the client while the call is in flight.
+func (c *childConn) call(ctx context.Context, ask asker, method string, params json.RawMessage,
 	notify func(method string, params json.RawMessage)) (json.RawMessage, *jsonrpc.Error, error) {
 	if method != "subscriptions/listen" { // a stream held open is no work in progress
 		c.load.Add(1)
@@ -188,7 +187,7 @@ func (c *childConn) call(ctx context.Context, rt *runtime.Request, method string
 		// Unique per call: the child's progress is routed by it.
 		params = jsonrpc.SetMember(params, "_meta", jsonrpc.SetMember(jsonrpc.Field(params, "_meta"), "progressToken", json.RawMessage(idJSON)))
 	}
-	cl := &childCall{listen: method == "subscriptions/listen", ctx: ctx, rt: rt, reply: make(chan childReply, 1), notify: notify}
+	cl := &childCall{listen: method == "subscriptions/listen", ctx: ctx, ask: ask, reply: make(chan childReply, 1), notify: notify}
 	if err := c.tell(childMsg{id: string(idJSON), call: cl}); err != nil {
 		return nil, nil, err
 	}
@@ -295,6 +294,16 @@ func (c *childConn) frame(f []byte, calls map[string]*childCall, sink func(strin
 	}
 }
 
+// asker puts a request of the child's to the client and returns the client's answer.
+type asker func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+// askOn asks on the stream of an initialize-generation client's request in flight.
+func askOn(rt *runtime.Request) asker {
+	return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return rt.Call(ctx, method, params)
+	}
+}
+
 // onlyCall returns the one call in flight that is not a listen, if there is exactly one.
 func onlyCall(calls map[string]*childCall) *childCall {
 	var only *childCall
@@ -323,7 +332,7 @@ func (c *childConn) Done() <-chan struct{} { return c.done }
 func (c *childConn) ask(m jsonrpc.Message, calls map[string]*childCall) {
 	var on *childCall
 	for _, cl := range calls {
-		if cl.rt != nil && !cl.listen {
+		if cl.ask != nil && !cl.listen {
 			on = cl
 			break
 		}
@@ -339,7 +348,7 @@ func (c *childConn) ask(m jsonrpc.Message, calls map[string]*childCall) {
 	}
 	method, params := m.Method, append(json.RawMessage(nil), m.Params...)
 	c.asks.Go(func() {
-		res, err := on.rt.Call(on.ctx, method, params)
+		res, err := on.ask(on.ctx, method, params)
 		var frame []byte
 		var rpcErr *jsonrpc.Error
 		switch {

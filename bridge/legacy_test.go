@@ -36,7 +36,8 @@ func init() {
 // the initialize generation does: server/discover is an unknown method (-32601), nothing but
 // initialize and ping is served before initialize, and it has four tools: echo; whoami (its
 // pid); seen (the params of the initialize it was given, and every method it was sent, in
-// order); and sleep (ms milliseconds, in which it answers nothing else). It has no resource:
+// order); sleep (ms milliseconds, in which it answers nothing else); and ask (it asks its
+// client for a sampling of text, and answers with the sampled text). It has no resource:
 // resources/read answers -32002, as 2025-11-25 says of a resource that does not exist; but
 // resources/subscribe is accepted, and every 50 ms the child then says each subscribed
 // resource was updated, and also that its tools and prompts changed (it declares only the
@@ -141,6 +142,24 @@ func runLegacyChild() int {
 			case p.Name == "seen":
 				seen, _ := json.Marshal(map[string]any{"initialize": initParams, "methods": methods})
 				result = text(string(seen))
+			case p.Name == "ask": // asks its client for a sampling, and answers with its text
+				write(map[string]any{"jsonrpc": "2.0", "id": "ask-1", "method": "sampling/createMessage", "params": map[string]any{
+					"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": p.Arguments.Text}}}, "maxTokens": 10}})
+				var reply struct {
+					ID     json.RawMessage
+					Result struct{ Content struct{ Text string } }
+					Error  *struct{ Message string }
+				}
+				for in.Scan() {
+					if json.Unmarshal(in.Bytes(), &reply) == nil && string(reply.ID) == `"ask-1"` {
+						break
+					}
+				}
+				if reply.Error != nil {
+					result = text("refused: " + reply.Error.Message)
+				} else {
+					result = text("sampled: " + reply.Result.Content.Text)
+				}
 			case p.Name == "sleep":
 				time.Sleep(time.Duration(p.Arguments.MS) * time.Millisecond)
 				result = text("slept")

@@ -255,12 +255,17 @@ func (r rpcReply) text() string {
 // last JSON-RPC response of an SSE stream, or the JSON body). err is for HTTP failures and
 // bodies that hold no answer; safe for concurrent use.
 func (r *relayProc) call(ctx context.Context, id int, method string, params map[string]any) (rpcReply, error) {
+	return r.callCaps(ctx, id, method, params, map[string]any{})
+}
+
+// callCaps is call with the client capabilities given.
+func (r *relayProc) callCaps(ctx context.Context, id int, method string, params map[string]any, caps map[string]any) (rpcReply, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
 	params["_meta"] = map[string]any{
 		mcp.MetaProtocolVersion:    mcp.Version20260728,
-		mcp.MetaClientCapabilities: map[string]any{},
+		mcp.MetaClientCapabilities: caps,
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))

@@ -64,6 +64,8 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 		return runtime.Route{Handler: s.listen}
 	case modern && req.Method == "subscriptions/listen":
 		return runtime.Route{Handler: s.listenLegacy}
+	case modern && s.b.legacy && mrtrMethods[req.Method]:
+		return runtime.Route{Handler: s.mrtr}
 	case modern:
 		return runtime.Route{Handler: s.forward(s.b.legacy, false)}
 	case req.Method == "initialize" && s.b.own != nil && s.own == nil:
@@ -146,7 +148,7 @@ func (s *session) forwardOwn() runtime.Handler {
 			rt.Notify(method, p)
 		}
 		callCtx, callParams, end := s.b.tel.StartCall(ctx, rt.Method, params)
-		res, rpcErr, err := c.call(callCtx, rt, rt.Method, callParams, notify)
+		res, rpcErr, err := c.call(callCtx, askOn(rt), rt.Method, callParams, notify)
 		switch {
 		case err != nil:
 			end(err)

@@ -343,6 +343,25 @@ func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 		}
 	}
 
+	// A6: server-everything asks its client for a sampling with a request of its own; the
+	// bridge turns it into input_required, the SDK's handler answers, its retry reaches the
+	// call still waiting in the child. The first client declared no sampling: -32021.
+	if _, err := cs.CallTool(stepCtx(t), &mcp.CallToolParams{Name: "trigger-sampling-request",
+		Arguments: map[string]any{"prompt": "2+2?"}}); err == nil || !strings.Contains(err.Error(), "-32021") && !strings.Contains(err.Error(), "sampling") {
+		t.Errorf("trigger-sampling-request without sampling declared: %v; want -32021", err)
+	}
+	sampler, _ := connectHTTP(t, url, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "interop-model", StopReason: "endTurn",
+				Content: &mcp.TextContent{Text: "four, said the model"}}, nil
+		},
+	})
+	sampled, err := sampler.CallTool(stepCtx(t), &mcp.CallToolParams{Name: "trigger-sampling-request",
+		Arguments: map[string]any{"prompt": "2+2?"}})
+	if err != nil || sampled.IsError || !strings.Contains(textOf(t, sampled.Content), "four, said the model") {
+		t.Errorf("trigger-sampling-request with sampling: %v %+v; want the model's answer in the result", err, sampled)
+	}
+
 	// A9: the legacy child has no subscriptions/listen; the bridge gives the listen a child of
 	// its own, subscribed to the resource, and acknowledges it with the listen's id.
 	var resource string
@@ -367,9 +386,10 @@ func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 				strings.Contains(string(m.Params), resource)
 		})
 	})
-	if err := cs.Unsubscribe(stepCtx(t), &mcp.UnsubscribeParams{URI: resource}); err != nil {
-		t.Fatal(err)
-	}
+	// Unsubscribe ends the listen; the SDK then also POSTs notifications/cancelled, which
+	// Relay's HTTP handler refuses with 400 under 2026-07-28 (where a disconnect is the
+	// cancellation), and the SDK reports that: so it comes last.
+	cs.Unsubscribe(stepCtx(t), &mcp.UnsubscribeParams{URI: resource})
 
 	// On the wire: every result the client got is a modern one.
 	for _, m := range wire.messages(t) {
