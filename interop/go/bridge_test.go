@@ -118,21 +118,32 @@ func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) (*mcp.Client
 }
 
 // TestA13_BridgeModernClientModernChildren: 2026-07-28 client, 2026-07-28 children
-// (`relay bridge --pool 2 -- examples/everything`): everything is forwarded as is —
-// discovery, tools, progress, and sampling through input_required, which passes through the
-// bridge to the client's CreateMessageHandler and back.
+// (`relay bridge --pool 2 -- examples/everything -watch 100ms`): everything is forwarded as
+// is — discovery, tools, progress, sampling and elicitation through input_required, which
+// pass through the bridge to the client's handlers and back, and a resource subscription
+// (subscriptions/listen held on a child).
 func TestA13_BridgeModernClientModernChildren(t *testing.T) {
 	if everythingBin == "" {
 		t.Skipf("skipping: examples/everything is not available: %v", everythingErr)
 	}
-	url := startBridge(t, 2, everythingBin)
+	url := startBridge(t, 2, everythingBin, "-watch", "100ms")
 	rec := newProgressRecorder()
+	updates := make(chan string, 64)
 	var mu sync.Mutex
 	var asked []*mcp.CreateMessageParams
 	sampled := make(chan struct{}, 16)
 	proceed := make(chan struct{}, 16) // the handler answers once told to
 	cs, wire := connectHTTP(t, url, &mcp.ClientOptions{
 		ProgressNotificationHandler: rec.handler,
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updates <- req.Params.URI:
+			default:
+			}
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada", "email": "ada@example.com"}}, nil
+		},
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			mu.Lock()
 			asked = append(asked, req.Params)
@@ -225,6 +236,28 @@ func TestA13_BridgeModernClientModernChildren(t *testing.T) {
 		}
 		if rounds := mrtrRounds(t, wire, "test_sampling", "sampling/createMessage"); rounds != 2 {
 			t.Errorf("%d rounds, want 2", rounds)
+		}
+	})
+
+	t.Run("A6 elicitation through input_required", func(t *testing.T) {
+		res, err := cs.CallTool(stepCtx(t), &mcp.CallToolParams{Name: "test_elicitation",
+			Arguments: map[string]any{"message": "Who are you?"}})
+		if err != nil || res.IsError || !strings.Contains(textOf(t, res.Content), "ada@example.com") {
+			t.Errorf("test_elicitation: %v %+v; want the user's answer in the result", err, res)
+		}
+	})
+
+	t.Run("A9 a resource subscription through the bridge", func(t *testing.T) {
+		if err := cs.Subscribe(stepCtx(t), &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case uri := <-updates:
+			if uri != "test://watched-resource" {
+				t.Errorf("an update of %q", uri)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notifications/resources/updated within 10 s")
 		}
 	})
 
@@ -355,7 +388,20 @@ func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "interop-model", StopReason: "endTurn",
 				Content: &mcp.TextContent{Text: "four, said the model"}}, nil
 		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
 	})
+	elicited, err := sampler.CallTool(stepCtx(t), &mcp.CallToolParams{Name: "trigger-elicitation-request"})
+	declined := false
+	for _, c := range contentOf(elicited) {
+		if tc, ok := c.(*mcp.TextContent); ok && strings.Contains(tc.Text, "declined") {
+			declined = true
+		}
+	}
+	if err != nil || elicited.IsError || !declined {
+		t.Errorf("trigger-elicitation-request, declined by the client: %v %+v; want the child's result saying so", err, elicited)
+	}
 	sampled, err := sampler.CallTool(stepCtx(t), &mcp.CallToolParams{Name: "trigger-sampling-request",
 		Arguments: map[string]any{"prompt": "2+2?"}})
 	if err != nil || sampled.IsError || !strings.Contains(textOf(t, sampled.Content), "four, said the model") {
@@ -405,4 +451,11 @@ func TestB3_BridgeModernClientLegacyChildren(t *testing.T) {
 			t.Errorf("a result lacks resultType complete or _meta serverInfo: %.300s", m.Raw)
 		}
 	}
+}
+
+func contentOf(res *mcp.CallToolResult) []mcp.Content {
+	if res == nil {
+		return nil
+	}
+	return res.Content
 }

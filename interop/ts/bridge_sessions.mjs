@@ -16,6 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CreateMessageRequestSchema,
+  ElicitRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -37,7 +38,7 @@ const textOf = (result) => result.content.filter((c) => c.type === 'text').map((
 
 // connect opens a session with the given capabilities and records what it is sent.
 async function connect(name, capabilities) {
-  const seen = { logs: [], updates: [], sampling: [], errors: [] };
+  const seen = { logs: [], updates: [], sampling: [], elicitations: [], errors: [] };
   const client = new Client({ name, version: '1.0.0' }, { capabilities });
   client.onerror = (err) => seen.errors.push(err);
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { seen.logs.push(n.params); });
@@ -46,6 +47,12 @@ async function connect(name, capabilities) {
     client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
       seen.sampling.push(request.params);
       return { role: 'assistant', content: { type: 'text', text: `${name}'s model answers` }, model: `${name}-model`, stopReason: 'endTurn' };
+    });
+  }
+  if (capabilities.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      seen.elicitations.push(request.params);
+      return { action: 'decline' };
     });
   }
   const transport = new StreamableHTTPClientTransport(new URL(URL_));
@@ -61,7 +68,7 @@ describe('relay bridge: every HTTP session its own (server-everything, TypeScrip
   before(async () => {
     assert.ok(URL_, 'set RELAY_BRIDGE_URL to the MCP endpoint of a relay bridge in front of server-everything');
     a = await connect('client-a', {});
-    b = await connect('client-b', { sampling: {} });
+    b = await connect('client-b', { sampling: {}, elicitation: {} });
     const { resources } = await a.client.listResources();
     resource = resources[0].uri;
   });
@@ -82,8 +89,9 @@ describe('relay bridge: every HTTP session its own (server-everything, TypeScrip
   });
 
   test("each client's capabilities reach its own server", async () => {
-    // server-everything registers trigger-sampling-request only for a client that declared
-    // sampling (MCP 2025-11-25, Lifecycle › Initialization): B did, A did not.
+    // server-everything registers trigger-sampling-request and trigger-elicitation-request
+    // only for a client that declared sampling and elicitation (MCP 2025-11-25, Lifecycle ›
+    // Initialization): B did, A did not. B's handlers answer them through the bridge.
     const toolsA = (await a.client.listTools()).tools.map((t) => t.name);
     const toolsB = (await b.client.listTools()).tools.map((t) => t.name);
     assert.ok(toolsB.includes('trigger-sampling-request'), `B declared sampling; its tools: ${toolsB}`);
@@ -91,6 +99,11 @@ describe('relay bridge: every HTTP session its own (server-everything, TypeScrip
     const r = await b.client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hello' } });
     assert.match(textOf(r), /client-b's model answers/);
     assert.equal(b.seen.sampling.length, 1);
+    assert.ok(toolsB.includes('trigger-elicitation-request'), `B declared elicitation; its tools: ${toolsB}`);
+    assert.ok(!toolsA.includes('trigger-elicitation-request'), `A did not declare elicitation; its tools: ${toolsA}`);
+    const e = await b.client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+    assert.match(textOf(e), /declined/);
+    assert.equal(b.seen.elicitations.length, 1);
   });
 
   test("one client's log level, subscription and toggles never reach or affect the other", async () => {
