@@ -468,6 +468,8 @@ func (d *dispatcher) handled(ctx context.Context, e *entry, result *any, err *er
 	d.report(ctx, e, *result, *err)
 }
 
+// report is handled's body, out of line so that runActor's frame stays small.
+//
 //go:noinline
 func (d *dispatcher) report(ctx context.Context, e *entry, result any, err error) {
 	if err == nil {
@@ -486,8 +488,9 @@ func (d *dispatcher) report(ctx context.Context, e *entry, result any, err error
 	d.done(ctx, e, frame, err)
 }
 
-// handle runs e's handler and encodes its result, unless it is a Continuation, which it
-// returns; a panic of either (an Appender or a MarshalJSON may panic too) is its error.
+// handle is runActor's work for runObserved: it runs e's handler and encodes its result,
+// unless it is a Continuation, which it returns; a panic of either (an Appender or a
+// MarshalJSON may panic too) is its error.
 func (d *dispatcher) handle(ctx context.Context, e *entry, h Handler) (frame []byte, next Continuation, err error) {
 	err = actors.Recover(func() error {
 		result, herr := h(ctx, &e.req)
