@@ -82,10 +82,11 @@ type MCPOptions struct {
 	// minutes, across all sessions). 2026-07-28 streams have no ids: that revision resumes
 	// nothing, and ignores Last-Event-ID.
 	EventStore EventStore
-	// PollAfter, when set, closes an initialize-generation request's SSE stream once it has
-	// been open that long without its answer; the client resumes it with a GET and
-	// Last-Event-ID after the stream's retry interval (SSE polling, MCP 2025-11-25,
-	// Transports › Streamable HTTP), so that no connection is held for a long request.
+	// PollAfter, when set, closes the POST of an initialize-generation request that has waited
+	// that long without its answer, as an event stream (opened then, and primed, if nothing
+	// was sent on it yet); the client resumes it with a GET and Last-Event-ID after the
+	// stream's retry interval (SSE polling, MCP 2025-11-25, Transports › Streamable HTTP), so
+	// that no connection is held for a long request. Only for clients that take a stream.
 	PollAfter time.Duration
 	// Logger logs refusals and failures (default: the runtime's, on stderr).
 	Logger *zap.Logger
@@ -604,6 +605,7 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, 
 	}
 	// In this generation a disconnect is not a cancellation: the request runs on, and what it
 	// sends is dropped.
-	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave, inBand: true, id: msg.ID})
+	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave, inBand: true, id: msg.ID,
+		start: func() string { return s.startStream(key) }})
 	return finished && final != nil && jsonrpc.Field(final, "error") == nil
 }

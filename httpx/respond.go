@@ -21,6 +21,10 @@ type reply struct {
 	// id is the request's: when the frames end with no answer (it was cancelled, or its
 	// session ended) and the client takes no stream, it is told so in a JSON error for id.
 	id jsonrpc.ID
+	// start, for a request whose stream is resumable, starts the stream before any frame of
+	// it and returns the id to prime it with ("": it has been answered meanwhile), so that
+	// PollAfter can close a POST that is still waiting without a stream.
+	start func() string
 }
 
 // respond writes a request's frames to its client, for both protocols: one JSON body when
@@ -36,6 +40,11 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 	sseOK := d.p.sse(r)
 	var sse *sseWriter
 	var keepAlive, poll <-chan time.Time
+	if sseOK && rp.start != nil && d.o.pollAfter > 0 {
+		t := time.NewTimer(d.o.pollAfter)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -43,8 +52,18 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 			rp.gone()
 			return nil, false
 		case <-poll:
-			// The stream has been open PollAfter without its answer: close it. Its events are
-			// kept, and the client resumes it with Last-Event-ID after the retry interval.
+			// The request has waited PollAfter without its answer: close its stream (opened
+			// and primed now if nothing was sent yet). Its events are kept, and the client
+			// resumes it with Last-Event-ID after the retry interval.
+			if sse == nil {
+				id := rp.start()
+				if id == "" {
+					poll = nil // answered meanwhile: the answer is coming
+					continue
+				}
+				sse = startSSE(w)
+				sse.prime(id)
+			}
 			rp.gone()
 			return nil, false
 		case <-keepAlive:
@@ -87,11 +106,6 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 						if sse.prime(eventID(stream, seq-1)) != nil {
 							rp.gone()
 							return nil, false
-						}
-						if d.o.pollAfter > 0 {
-							t := time.NewTimer(d.o.pollAfter)
-							defer t.Stop()
-							poll = t.C
 						}
 					}
 				}

@@ -78,6 +78,22 @@ func (k *keptStreams) request(key string, o runtime.Outbound) runtime.Outbound {
 	return o
 }
 
+// start starts request key's stream before any frame of it, if its POST takes one, and
+// returns the id to prime it with ("" when nothing is kept for it).
+func (k *keptStreams) start(key string) string {
+	if st := k.live[key]; st != nil {
+		return eventID(st.name, st.seq)
+	}
+	if !k.sse[key] {
+		return ""
+	}
+	k.next++
+	st := &keptStream{name: "p" + strconv.Itoa(k.next)}
+	k.live[key], k.names[st.name] = st, key
+	delete(k.sse, key)
+	return eventID(st.name, 0)
+}
+
 // session numbers and keeps o, a frame of the session's own (for the GET stream), once a GET
 // stream has been opened.
 func (k *keptStreams) session(o runtime.Outbound) runtime.Outbound {
@@ -142,6 +158,20 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 func (k *keptStreams) forget() {
 	if k.s.store != nil {
 		k.s.store.Forget(context.Background(), k.s.id)
+	}
+}
+
+// startStream asks the actor to start request key's kept stream (see startMsg).
+func (s *session) startStream(key string) string {
+	m := startMsg{key: key, ack: make(chan string, 1)}
+	if s.mailbox.Send(s.stopped, m) != nil {
+		return ""
+	}
+	select {
+	case id := <-m.ack:
+		return id
+	case <-s.stopped.Done():
+		return ""
 	}
 }
 

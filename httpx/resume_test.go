@@ -244,3 +244,38 @@ func TestMemoryEventStoreBounds(t *testing.T) {
 		t.Errorf("age bound: After 1 = %q %v, want the newer event", frames, ok)
 	}
 }
+
+// TestB2_PollAfterOpensAStreamForAQuietRequest: a request that sends nothing before its
+// answer gets, at PollAfter, an event stream with only its priming event, which closes; the
+// client resumes it and gets the answer (the 0.2 suite's server-sse-polling scenario).
+func TestB2_PollAfterOpensAStreamForAQuietRequest(t *testing.T) {
+	f := newFixture(t, &httpx.MCPOptions{PollAfter: 50 * time.Millisecond})
+	sid := f.initialize(t, `{}`)
+	req := f.request(context.Background(), http.MethodPost, message(31, "tools/call", map[string]any{"name": "block",
+		"arguments": map[string]any{"key": "Q"}}), "Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("got %d %q, want an event stream at PollAfter", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
+	if b, err := sse.next(); err == nil {
+		t.Fatalf("an event with data on a quiet request's stream: %s", b)
+	}
+	if sse.lastID == "" || sse.retry == "" {
+		t.Fatalf("the stream closed without a priming event (id %q, retry %q)", sse.lastID, sse.retry)
+	}
+	await(t, f.tk.started, "the handler to start")
+	f.tk.releaseAll()
+	again, r, resp2 := resumeGET(t, f, sid, sse.lastID)
+	if again == nil {
+		t.Fatalf("GET with Last-Event-ID %s: %s", sse.lastID, r)
+	}
+	defer resp2.Body.Close()
+	if m := again.nextMsg(t); string(m.ID) != "31" || m.text(t) != "released Q" {
+		t.Fatalf("resumed: %+v, want the answer to 31", m)
+	}
+}

@@ -87,10 +87,19 @@ type resumed struct {
 	ok     bool               // false: the stream cannot be resumed from there
 }
 
+// startMsg starts the kept stream of request key before any frame of it (PollAfter, for a
+// request that has sent nothing yet): the actor answers with the id the stream is primed
+// with, or "" when the request has already been answered.
+type startMsg struct {
+	key string
+	ack chan string
+}
+
 func (postMsg) isSessionMsg()   {}
 func (listenMsg) isSessionMsg() {}
 func (dropMsg) isSessionMsg()   {}
 func (resumeMsg) isSessionMsg() {}
+func (startMsg) isSessionMsg()  {}
 
 // waiter is a POST (or the GET stream) waiting for frames. Its client going away closes gone,
 // which the actor watches whenever it sends to out: the actor never waits on a client that
@@ -260,6 +269,12 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					}
 				}
 				m.ack <- r
+			case startMsg:
+				if !running[m.key] {
+					m.ack <- "" // answered: the answer is on its way to the POST
+					continue
+				}
+				m.ack <- kept.start(m.key)
 			case dropMsg:
 				if w := waiters[m.key]; w != nil {
 					delete(waiters, m.key)

@@ -69,7 +69,9 @@ func startHTTP(ctx context.Context, t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	addr := freeAddr(t)
-	server := exec.Command(bin, "-http", addr) // stopped by the cleanup, after the test's context ends
+	// -poll-after: a call longer than 100 ms has its stream closed early and resumed (SSE
+	// polling), as the 0.2 suite's server-sse-polling scenario asks; every scenario runs so.
+	server := exec.Command(bin, "-http", addr, "-poll-after", "100ms") // stopped by the cleanup, after the test's context ends
 	stderr, _ := server.StderrPipe()
 	if err := server.Start(); err != nil {
 		t.Fatal(err)

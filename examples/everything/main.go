@@ -14,9 +14,9 @@
 // bumps its revision and calls ResourceUpdated, so subscribed clients (resources/subscribe,
 // or subscriptions/listen with resourceSubscriptions) get notifications/resources/updated.
 //
-// test_reconnection only sleeps briefly and returns text: SSE resumption (Last-Event-ID),
-// which the conformance scenario server-sse-polling looks for, belongs to HTTP transports
-// of the 2025 revisions and is not built here.
+// test_reconnection sleeps 300 ms and returns text: with -http and -poll-after shorter than
+// that, the server closes its event stream early, primed, and the client resumes it with
+// Last-Event-ID (the conformance scenario server-sse-polling).
 package main
 
 import (
@@ -73,6 +73,7 @@ func main() {
 		"how often test://watched-resource changes and subscribers are told (0: never)")
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
+	pollAfter := flag.Duration("poll-after", 0, "with -http: close a session request's event stream after this long without its answer; the client resumes it (SSE polling)")
 	flag.Parse()
 
 	s := newServer()
@@ -86,7 +87,7 @@ func main() {
 	go func() { defer close(done); watch(ctx, s, *every) }()
 
 	if *addr != "" {
-		err = serveHTTP(s, *addr, *instance, tel.Option(telemetry.MCP))
+		err = serveHTTP(s, *addr, &httpx.MCPOptions{Instance: *instance, PollAfter: *pollAfter, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
 	} else {
 		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option(telemetry.MCP)))
 	}
@@ -100,10 +101,10 @@ func main() {
 }
 
 // serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
-func serveHTTP(s *mcp.Server, addr, instance string, opts ...runtime.Option) error {
+func serveHTTP(s *mcp.Server, addr string, opts *httpx.MCPOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: instance, Runtime: opts})
+	h := httpx.NewMCPHandler(s, opts)
 	defer h.Close()
 	fmt.Fprintf(os.Stderr, "everything: serving MCP on http://%s/mcp\n", addr)
 	return httpx.ListenAndServe(ctx, addr, h, nil)
@@ -279,7 +280,7 @@ func addTools(s *mcp.Server) {
 		})
 
 	mcp.AddTool(s, &mcp.Tool{Name: "test_reconnection",
-		Description: "Sleeps briefly and returns text (SSE resumption is not built; see the package doc)."},
+		Description: "Sleeps 300 ms and returns text: with -poll-after shorter, its stream is closed early and resumed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
 			if err := pause(ctx, 300*time.Millisecond); err != nil {
 				return nil, err

@@ -64,7 +64,9 @@ func TestInterop_TypeScriptSDKClient(t *testing.T) {
 	// with an initialize-generation session, server-to-client requests on the POST's SSE
 	// stream, resource updates on the session's GET stream.
 	addr := freeAddr(t)
-	server := exec.CommandContext(ctx, bin, "-http", addr, "-watch", "100ms")
+	// -poll-after: a call longer than 100 ms has its stream closed early, primed, and the SDK
+	// resumes it with Last-Event-ID (MCP 2025-11-25, SSE polling); every test below runs so.
+	server := exec.CommandContext(ctx, bin, "-http", addr, "-watch", "100ms", "-poll-after", "100ms")
 	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestInterop_TypeScriptSDKClient(t *testing.T) {
 	waitListening(t, addr)
 	cmd = exec.CommandContext(ctx, node, "--test")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "RELAY_EVERYTHING_URL=http://"+addr+"/mcp")
+	cmd.Env = append(os.Environ(), "RELAY_EVERYTHING_URL=http://"+addr+"/mcp", "RELAY_POLL_AFTER=100ms")
 	cmd.WaitDelay = 10 * time.Second
 	run("node --test (Streamable HTTP)", cmd)
 }

@@ -437,6 +437,21 @@ describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 
     assert.deepEqual(errors.map(String), [], 'the client reported errors around the cancellations');
   });
 
+  test('a call longer than the server holds a stream resumes it and gets its answer (SSE polling)', async () => {
+    // With RELAY_POLL_AFTER set, the HTTP server was started with -poll-after: it closes the
+    // 300 ms call's stream early, primed, and the SDK resumes it with a GET and Last-Event-ID.
+    errors.length = 0;
+    const tokens = [];
+    const r = await client.callTool({ name: 'test_reconnection', arguments: {} }, undefined, {
+      onresumptiontoken: (token) => tokens.push(token),
+    });
+    assert.equal(textOf(r), 'Reconnection test completed');
+    if (URL_ && process.env.RELAY_POLL_AFTER) {
+      assert.ok(tokens.length > 0, 'the stream was never primed: the server did not poll');
+    }
+    assert.deepEqual(errors.map(String), [], 'the client reported errors around the resumption');
+  });
+
   test('an unknown method and an unknown tool are JSON-RPC errors the client sees as such', async () => {
     // Over HTTP, inside a session, they travel in HTTP 200: a 404 would be a transport error
     // (StreamableHTTPError, whose code is the HTTP status) that loses the JSON-RPC code.
