@@ -71,7 +71,7 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 	case req.Method == "initialize" && s.b.own != nil && s.own == nil:
 		return s.claim(req)
 	case s.own != nil:
-		return runtime.Route{Handler: s.forwardOwn()}
+		return runtime.Route{Handler: s.forwardOwn(s.own)}
 	case req.Method == "initialize":
 		return s.initialize(req)
 	case !s.legacy && req.Method != "ping":
@@ -123,14 +123,13 @@ func (s *session) claim(req *runtime.Request) runtime.Route {
 			s.b.own.release(c)
 			return nil, errChildGone
 		}
-		return s.forwardOwn()(ctx, rt)
+		return s.forwardOwn(slot)(ctx, rt)
 	}}
 }
 
-// forwardOwn returns the handler that sends a request of a legacy session to its own child,
-// as it is: only the progress token is the child's own, and put back.
-func (s *session) forwardOwn() runtime.Handler {
-	slot := s.own
+// forwardOwn returns the handler that sends a request of a legacy session to the child in
+// its slot, as it is: only the progress token is the child's own, and put back.
+func (s *session) forwardOwn(slot *childSlot) runtime.Handler {
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
 		c, err := slot.wait(ctx)
 		if err != nil {
