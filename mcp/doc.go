@@ -17,4 +17,10 @@
 // method (-32601, which is also the answer to methods the 2026-07-28 revision removed), then
 // the capabilities the request declared. A cancelled request is never answered
 // (notifications/cancelled); progress is sent only for requests that carry a progressToken.
+//
+// Handlers run on the runtime's reused workers. A tool's calls do too until 16 of them wait in
+// the tool at once; from then on its next calls decode their arguments on a worker and run the
+// tool itself on a goroutine of their own (a runtime.Continuation), which keeps a 2 KiB stack
+// while it waits where a worker that decoded arguments has grown to 4 KiB. With middleware,
+// which must see the whole call, every call runs on its worker.
 package mcp
