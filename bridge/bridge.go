@@ -97,6 +97,7 @@ type Bridge struct {
 	stop    context.CancelFunc
 	once    sync.Once
 
+	headers  map[string][]mcp.HeaderParam // tool → arguments mirrored in headers; set in New, read only after
 	health   health
 	watchers sync.WaitGroup // one per child of the pool, until its client ends
 	parking  parking        // 2026-07-28 calls on legacy children waiting for the client's retry
@@ -130,6 +131,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		b.caps = jsonrpc.Field(res, "capabilities")
 		b.info = jsonrpc.Field(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo)
 		b.learnTools(probe, json.RawMessage(`{"_meta":`+modernMeta+`}`))
+		b.learnHeaders(probe, b.clients[0], json.RawMessage(`{"_meta":`+modernMeta+`}`))
 		return b, nil
 	}
 	b.legacy = true

@@ -90,7 +90,7 @@ func runBridge(args []string) int {
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
-	h := httpx.NewMCPProfileHandler(b.Profile(), nil, opts)
+	h := httpx.NewMCPProfileHandler(b.Profile(), b.ToolHeaders, opts)
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
