@@ -19,21 +19,20 @@ const maxCoalesce = 1 << 20
 // ever blocks on a dead output) and discards them. When release is not nil, every frame is
 // given to it once copied out, for frames whose memory the sender may reuse.
 func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(error), release func([]byte)) error {
-	var werr error
-	buf := make([]byte, 0, 64<<10)
+	bw := batchWriter{w: w, log: log, failed: failed, buf: make([]byte, 0, 64<<10)}
 	for f := range frames {
-		buf = appendFrame(buf[:0], f, log)
+		bw.add(f)
 		if release != nil {
 			release(f)
 		}
 	more:
-		for len(buf) < maxCoalesce {
+		for bw.size() < maxCoalesce {
 			select {
 			case f, ok := <-frames:
 				if !ok {
 					break more
 				}
-				buf = appendFrame(buf, f, log)
+				bw.add(f)
 				if release != nil {
 					release(f)
 				}
@@ -41,19 +40,43 @@ func writeLoop(w io.Writer, frames <-chan []byte, log *zap.Logger, failed func(e
 				break more
 			}
 		}
-		if werr != nil || len(buf) == 0 {
-			continue
-		}
-		if _, err := w.Write(buf); err != nil {
-			werr = err
-			log.Error("cannot write to the protocol output; discarding further frames", zap.Error(err))
-			failed(err)
-		}
-		if cap(buf) > 4*maxCoalesce {
-			buf = make([]byte, 0, 64<<10) // do not keep a huge buffer after one huge frame
-		}
+		bw.flush()
 	}
-	return werr
+	return bw.err
+}
+
+// batchWriter is what every writer actor of Relay's does with the frames it takes: each
+// becomes one line, compacted if it spans lines and dropped (and logged) if it is not JSON at
+// all, and a batch of them goes out in one write. After a write fails it reports the error
+// through failed, once, and discards what it is given.
+type batchWriter struct {
+	w      io.Writer
+	log    *zap.Logger
+	failed func(error)
+	buf    []byte
+	err    error
+}
+
+func (b *batchWriter) add(f []byte) { b.buf = appendFrame(b.buf, f, b.log) }
+
+func (b *batchWriter) size() int { return len(b.buf) }
+
+// flush writes the batch.
+func (b *batchWriter) flush() {
+	defer func() {
+		b.buf = b.buf[:0]
+		if cap(b.buf) > 4*maxCoalesce {
+			b.buf = make([]byte, 0, 64<<10) // do not keep a huge buffer after one huge frame
+		}
+	}()
+	if b.err != nil || len(b.buf) == 0 {
+		return
+	}
+	if _, err := b.w.Write(b.buf); err != nil {
+		b.err = err
+		b.log.Error("cannot write to the protocol output; discarding further frames", zap.Error(err))
+		b.failed(err)
+	}
 }
 
 var errEmptyFrame = errors.New("stdio: empty frame")

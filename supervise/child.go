@@ -84,11 +84,7 @@ type Child struct {
 	log       *zap.Logger
 	wait      time.Duration
 	frames    chan []byte
-	qmu       sync.Mutex
-	queue     [][]byte // to the writer actor
-	backlog   int      // bytes queued or being written, not yet taken by the pipe
-	maxLog    int
-	kick      chan struct{} // wakes the writer actor
+	out       *stdio.Outbox // to the writer actor of its stdin
 	stdin     io.WriteCloser
 	done      chan struct{}
 	exit      Exit
@@ -170,8 +166,8 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 	stdin, stdout, stderr := ours[0], ours[1], ours[2]
 	ch := &Child{
 		name: name, proc: p, log: o.Logger.With(zap.String("child", name), zap.Int("pid", p.pid)),
-		wait: o.StopWait, frames: make(chan []byte, 256), kick: make(chan struct{}, 1), stdin: stdin,
-		done: make(chan struct{}), closed: make(chan struct{}), maxLog: o.MaxBacklog,
+		wait: o.StopWait, frames: make(chan []byte, 256), out: stdio.NewOutbox(o.MaxBacklog), stdin: stdin,
+		done: make(chan struct{}), closed: make(chan struct{}),
 		stderr: o.Stderr, maxLine: o.MaxStderrLine,
 	}
 	ch.warn = ratelog.New(ch.log, nil)
@@ -185,6 +181,7 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 		<-errDone
 		ch.exit = exit
 		close(ch.done)
+		ch.out.Close() // the writer actor ends
 	}()
 	return ch, nil
 }
@@ -227,17 +224,11 @@ func (c *Child) Send(frame []byte) error {
 		return ErrExited
 	default:
 	}
-	c.qmu.Lock()
-	if c.backlog > 0 && c.backlog+len(frame) > c.maxLog {
-		c.qmu.Unlock()
+	switch err := c.out.Send(frame); {
+	case errors.Is(err, stdio.ErrOutboxFull):
 		return ErrBacklog
-	}
-	c.queue = append(c.queue, frame)
-	c.backlog += len(frame) + 1
-	c.qmu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
+	case err != nil:
+		return ErrStdinClosed
 	}
 	return nil
 }
@@ -251,7 +242,12 @@ var (
 
 // CloseStdin closes the child's stdin: the graceful end of a stdio server. It is safe to
 // call more than once, from any goroutine.
-func (c *Child) CloseStdin() { c.closeOnce.Do(func() { close(c.closed) }) }
+func (c *Child) CloseStdin() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.out.Close() // the writer actor writes what is queued, then closes stdin
+	})
+}
 
 // Stop ends the child as the MCP specification's stdio shutdown says: close stdin, wait;
 // ask its process group to end (SIGTERM; CTRL_BREAK_EVENT on Windows), wait; then kill the
@@ -420,50 +416,11 @@ func (c *Child) StderrTail() []string {
 	}
 }
 
-// writeStdin is the writer actor: the only owner of the child's stdin.
+// writeStdin is the writer actor of the child's stdin (stdio.WriteOutbox), its only owner. A
+// failed write (the child closed its stdin, or exited) closes the outbox: Send says so.
 func (c *Child) writeStdin() {
 	defer c.stdin.Close()
-	w := bufio.NewWriterSize(c.stdin, 64<<10)
-	take := func() [][]byte {
-		c.qmu.Lock()
-		defer c.qmu.Unlock()
-		q := c.queue
-		c.queue = nil
-		return q
-	}
-	written := func(q [][]byte) { // the pipe took them: they leave the backlog
-		n := 0
-		for _, f := range q {
-			n += len(f) + 1
-		}
-		c.qmu.Lock()
-		c.backlog -= n
-		c.qmu.Unlock()
-	}
-	for {
-		select {
-		case <-c.kick:
-			q := take()
-			for _, f := range q {
-				w.Write(f)
-				w.WriteByte('\n')
-			}
-			if w.Flush() != nil {
-				c.CloseStdin()
-				return
-			}
-			written(q)
-		case <-c.closed:
-			for _, f := range take() {
-				w.Write(f)
-				w.WriteByte('\n')
-			}
-			w.Flush()
-			return
-		case <-c.done:
-			return
-		}
-	}
+	stdio.WriteOutbox(c.stdin, c.out, c.log)
 }
 
 func exitOf(err error) Exit {

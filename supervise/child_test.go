@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/relayrt/relay/stdio"
 )
 
 // tcStart starts a test child and returns it with the pids of its hello frame.
@@ -314,7 +316,7 @@ func TestChildEndsWhenNobodyReadsItsFrames(t *testing.T) {
 // close.)
 func TestChildCloseStdinConcurrently(t *testing.T) {
 	for range 2000 {
-		c := &Child{closed: make(chan struct{})}
+		c := &Child{closed: make(chan struct{}), out: stdio.NewOutbox(1 << 20)}
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for range 4 {
