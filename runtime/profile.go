@@ -90,9 +90,12 @@ type Route struct {
 	Shutdown bool
 }
 
-// Handler serves one request in its own goroutine. Its context is cancelled when the peer
-// cancels the request or the drain deadline passes. The result is encoded as Route.Result is;
-// an error is sent as ErrorOf says.
+// Handler serves one request, on a worker goroutine of the server's (workers are reused: a
+// handler must not keep anything of its goroutine's after it returns). Its context is
+// cancelled when the peer cancels the request or the drain deadline passes. The result is
+// encoded as Route.Result is; an error is sent as ErrorOf says. A handler that may wait a long
+// time returns a Continuation, the rest of it, which runs on a goroutine of its own while the
+// worker goes back to its pool.
 type Handler func(ctx context.Context, req *Request) (result any, err error)
 
 // Appender is a result that encodes itself straight into the response frame, so that a
