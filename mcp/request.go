@@ -76,6 +76,7 @@ type inputRounds struct {
 	answers map[string]json.RawMessage // the client's answers so far
 	asked   map[string]inputRequest    // what this run needs
 	n       int                        // questions asked so far in this run
+	named   map[string]bool            // the keys of this run's questions, answered or not
 }
 
 // rounds returns r.input, made if need be.
@@ -207,11 +208,25 @@ type ListRootsResult struct {
 	Roots []Root `json:"roots"`
 }
 
+// An AskOption tunes one question a handler asks its client (Elicit, CreateMessage,
+// ListRoots).
+type AskOption func(*askOptions)
+
+type askOptions struct{ key string }
+
+// InputKey names the question in a 2026-07-28 input_required result: its key in
+// inputRequests, under which the client answers in inputResponses (MCP 2026-07-28, Basic ›
+// Patterns › Multi-round-trip requests). The handler runs again with the answers, so the key
+// must name the same question on every run, and no two questions of one request. Without it,
+// questions are named by their kind and order: elicitation-0, sampling-1, roots-2. Under the
+// initialize generation the question is a request to the client, and the key is not used.
+func InputKey(key string) AskOption { return func(o *askOptions) { o.key = key } }
+
 // Elicit asks the user, through the client, for input. The client must have declared the
 // elicitation capability.
-func (r *Request) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+func (r *Request) Elicit(ctx context.Context, p *ElicitParams, opts ...AskOption) (*ElicitResult, error) {
 	var res ElicitResult
-	if err := r.ask(ctx, "elicitation/create", "elicitation", p, &res); err != nil {
+	if err := r.ask(ctx, "elicitation/create", "elicitation", p, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -219,9 +234,9 @@ func (r *Request) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, e
 
 // CreateMessage asks the client's model for a completion. The client must have declared the
 // sampling capability.
-func (r *Request) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+func (r *Request) CreateMessage(ctx context.Context, p *CreateMessageParams, opts ...AskOption) (*CreateMessageResult, error) {
 	var res CreateMessageResult
-	if err := r.ask(ctx, "sampling/createMessage", "sampling", p, &res); err != nil {
+	if err := r.ask(ctx, "sampling/createMessage", "sampling", p, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -229,16 +244,16 @@ func (r *Request) CreateMessage(ctx context.Context, p *CreateMessageParams) (*C
 
 // ListRoots asks the client for its roots. The client must have declared the roots
 // capability.
-func (r *Request) ListRoots(ctx context.Context) (*ListRootsResult, error) {
+func (r *Request) ListRoots(ctx context.Context, opts ...AskOption) (*ListRootsResult, error) {
 	var res ListRootsResult
-	if err := r.ask(ctx, "roots/list", "roots", struct{}{}, &res); err != nil {
+	if err := r.ask(ctx, "roots/list", "roots", struct{}{}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
 // ask is the one way a handler asks the client something, whatever the era.
-func (r *Request) ask(ctx context.Context, method, capability string, params, out any) error {
+func (r *Request) ask(ctx context.Context, method, capability string, params, out any, opts []AskOption) error {
 	if !hasCapability(r.meta.clientCaps, capability) {
 		if !r.meta.modern { // -32021 exists only in 2026-07-28: a legacy handler sees a plain error
 			return fmt.Errorf("mcp: the client did not declare the %s capability in initialize", capability)
@@ -265,8 +280,22 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 		return fmt.Errorf("mcp: %s cannot ask the client for input; only tools/call, prompts/get and resources/read can", r.rt.Method)
 	}
 	in := r.rounds()
-	key := fmt.Sprintf("%s-%d", capability, in.n)
+	var o askOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	key := o.key
+	if key == "" {
+		key = fmt.Sprintf("%s-%d", capability, in.n)
+	}
 	in.n++
+	if in.named[key] {
+		return fmt.Errorf("mcp: two questions of one request are named %q; give each its own InputKey", key)
+	}
+	if in.named == nil {
+		in.named = map[string]bool{}
+	}
+	in.named[key] = true
 	if ans, ok := in.answers[key]; ok {
 		if err := json.Unmarshal(ans, out); err != nil {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,

@@ -51,14 +51,7 @@ func TestConformance_RequirementsOverHTTP(t *testing.T) {
 
 // knownGaps are the scored checks that fail for a reason the fixture cannot remove, by
 // revision. The run fails if one of them passes: then it goes.
-var knownGaps = map[string][]conformance.KnownGap{
-	"2026-07-28": {{
-		Scenario: "input-required-result-basic-elicitation", Check: "sep-2322-elicitation-incomplete",
-		Says: `inputRequests missing expected key "user_name"`,
-		Why: "the scenario wants the question keyed user_name; the mcp package names a handler's " +
-			"questions itself (elicitation-0, sampling-1, ...) and offers no way to choose the key",
-	}},
-}
+var knownGaps = map[string][]conformance.KnownGap{}
 
 // startHTTP builds this server, serves it with -http on a free port until the test ends (then
 // stops it with SIGTERM and expects a clean exit), and returns its address.

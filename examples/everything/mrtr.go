@@ -43,7 +43,7 @@ func addInputRequired(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "test_input_required_result_elicitation",
 		Description: "Asks the user's name (elicitation/create) and greets them."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
-			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema})
+			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema}, mcp.InputKey("user_name"))
 			if err != nil {
 				return askFailed("elicitation", err)
 			}
@@ -56,7 +56,7 @@ func addInputRequired(s *mcp.Server) {
 			res, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: "user", Content: textBlock("What is the capital of France?")}},
 				MaxTokens: 100,
-			})
+			}, mcp.InputKey("capital_question"))
 			if err != nil {
 				return askFailed("sampling", err)
 			}
@@ -66,7 +66,7 @@ func addInputRequired(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "test_input_required_result_list_roots",
 		Description: "Asks the client for its roots (roots/list) and lists them."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
-			res, err := req.ListRoots(ctx)
+			res, err := req.ListRoots(ctx, mcp.InputKey("client_roots"))
 			if err != nil {
 				return askFailed("roots", err)
 			}
@@ -76,7 +76,7 @@ func addInputRequired(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "test_input_required_result_request_state",
 		Description: "Asks the user to confirm; on the retry, says whether it came with a requestState the server verified."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
-			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Please confirm", RequestedSchema: confirmSchema})
+			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Please confirm", RequestedSchema: confirmSchema}, mcp.InputKey("confirm"))
 			if err != nil {
 				return askFailed("elicitation", err)
 			}
@@ -95,12 +95,12 @@ func addInputRequired(s *mcp.Server) {
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
 			// All three are asked before any answer is needed, so that a 2026-07-28 client gets
 			// them in one input_required result.
-			user, errU := req.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema})
+			user, errU := req.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema}, mcp.InputKey("user_name"))
 			greeting, errG := req.CreateMessage(ctx, &mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: "user", Content: textBlock("Generate a greeting")}},
 				MaxTokens: 50,
-			})
-			roots, errR := req.ListRoots(ctx)
+			}, mcp.InputKey("greeting"))
+			roots, errR := req.ListRoots(ctx, mcp.InputKey("client_roots"))
 			if err := firstAskError(errU, errG, errR); err != nil {
 				return askFailed("input", err)
 			}
@@ -111,11 +111,11 @@ func addInputRequired(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "test_input_required_result_multi_round",
 		Description: "Asks the user's name, and once it is known, their favourite colour: two rounds."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
-			name, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Step 1: What is your name?", RequestedSchema: nameSchema})
+			name, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Step 1: What is your name?", RequestedSchema: nameSchema}, mcp.InputKey("step1"))
 			if err != nil {
 				return askFailed("elicitation", err)
 			}
-			color, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Step 2: What is your favorite color?", RequestedSchema: colorSchema})
+			color, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Step 2: What is your favorite color?", RequestedSchema: colorSchema}, mcp.InputKey("step2"))
 			if err != nil {
 				return askFailed("elicitation", err)
 			}
@@ -125,7 +125,7 @@ func addInputRequired(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "test_input_required_result_tampered_state",
 		Description: "Asks the user to confirm; a retry whose requestState was altered is refused (-32602)."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
-			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Please confirm", RequestedSchema: confirmSchema})
+			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Please confirm", RequestedSchema: confirmSchema}, mcp.InputKey("confirm"))
 			if err != nil {
 				return askFailed("elicitation", err)
 			}
@@ -173,7 +173,7 @@ func addInputRequired(s *mcp.Server) {
 	s.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt",
 		Description: "A prompt that asks the user for its context (elicitation/create) before it is built."},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "What context should the prompt use?", RequestedSchema: contextSchema})
+			res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "What context should the prompt use?", RequestedSchema: contextSchema}, mcp.InputKey("user_context"))
 			if err != nil {
 				return nil, err // a prompt has no tool-error result: every failure is the protocol's
 			}
