@@ -193,12 +193,12 @@ func TestB2_MaxSessionsBoundsTheChildren(t *testing.T) {
 	for _, s := range []*legacySession{a, b} {
 		s.next++
 		id := s.next
-		wg.Go(func() { // each session busy for 3 s
+		wg.Go(func() { // each session busy for 5 s
 			legacyPost(t, r, s.id, s.version, fmt.Sprintf(
-				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":3000}}}`, id))
+				`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}}`, id))
 		})
 	}
-	time.Sleep(500 * time.Millisecond) // the calls have reached the children
+	time.Sleep(1500 * time.Millisecond) // the calls have reached the sessions (generous: a loaded machine)
 	status, _, msg := legacyPost(t, r, "", "",
 		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"client-c","version":"1"}}}`)
 	if status != http.StatusServiceUnavailable || !strings.Contains(string(msg["error"]), "busy") {
