@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+
+	"github.com/relayrt/relay/mcp"
+)
+
+// pages walks a paginated list (MCP 2025-11-25 and 2026-07-28, Utilities › Pagination):
+// each page's items under key, until a page has no nextCursor. It stops at the first error,
+// which it yields.
+func pages[T any](ctx context.Context, c *Client, method, key string, seen func([]json.RawMessage) []json.RawMessage) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		var cursor *string
+		for {
+			var params map[string]any
+			if cursor != nil {
+				params = map[string]any{"cursor": *cursor}
+			}
+			res, err := c.call(ctx, request{method: method, params: params})
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			var page map[string]json.RawMessage
+			if err := json.Unmarshal(res, &page); err != nil {
+				yield(zero, fmt.Errorf("mcp/client: a %s result that does not decode: %w", method, err))
+				return
+			}
+			var items []json.RawMessage
+			if err := json.Unmarshal(page[key], &items); err != nil {
+				yield(zero, fmt.Errorf("mcp/client: %s.%s does not decode: %w", method, key, err))
+				return
+			}
+			if seen != nil {
+				items = seen(items)
+			}
+			for _, raw := range items {
+				var v T
+				if err := json.Unmarshal(raw, &v); err != nil {
+					yield(zero, fmt.Errorf("mcp/client: an item of %s does not decode: %w", method, err))
+					return
+				}
+				if !yield(v, nil) {
+					return
+				}
+			}
+			var next *string
+			if raw, ok := page["nextCursor"]; ok && string(raw) != "null" {
+				next = new(string)
+				json.Unmarshal(raw, next)
+			}
+			if next == nil || *next == "" {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// ListTools lists the server's tools, page by page as the iteration goes on. A tool whose
+// x-mcp-header annotations are invalid is left out (MCP 2026-07-28, Transports ›
+// Streamable HTTP › custom headers: clients must exclude it); the others' annotations are
+// kept for CallTool to mirror.
+func (c *Client) ListTools(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
+	return pages[*mcp.Tool](ctx, c, "tools/list", "tools", c.keepTools)
+}
+
+// ListResources lists the server's resources, page by page.
+func (c *Client) ListResources(ctx context.Context) iter.Seq2[*mcp.Resource, error] {
+	return pages[*mcp.Resource](ctx, c, "resources/list", "resources", nil)
+}
+
+// ListResourceTemplates lists the server's resource templates, page by page.
+func (c *Client) ListResourceTemplates(ctx context.Context) iter.Seq2[*mcp.ResourceTemplate, error] {
+	return pages[*mcp.ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", nil)
+}
+
+// ListPrompts lists the server's prompts, page by page.
+func (c *Client) ListPrompts(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
+	return pages[*mcp.Prompt](ctx, c, "prompts/list", "prompts", nil)
+}
+
+// CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).
+// A failure of the tool itself is a result with IsError set; a protocol failure is an
+// error (a *jsonrpc.Error when the server answered with one).
+func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	params := map[string]any{"name": name}
+	var headers map[string]string
+	if args != nil {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return nil, err
+		}
+		params["arguments"] = json.RawMessage(raw)
+		if c.modern {
+			c.mu.Lock()
+			hp := c.headers[name]
+			c.mu.Unlock()
+			headers = paramHeaders(hp, raw)
+		}
+	}
+	res, err := c.call(ctx, request{method: "tools/call", params: params, name: name, headers: headers}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Content           []contentWire   `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+		Meta              map[string]any  `json:"_meta"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil {
+		return nil, fmt.Errorf("mcp/client: a tools/call result that does not decode: %w", err)
+	}
+	r := &mcp.CallToolResult{IsError: w.IsError, Meta: w.Meta}
+	for _, cw := range w.Content {
+		r.Content = append(r.Content, cw.content())
+	}
+	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
+		var sc any
+		json.Unmarshal(w.StructuredContent, &sc)
+		r.StructuredContent = sc
+	}
+	return r, nil
+}
+
+// ReadResource reads the resource at uri.
+func (c *Client) ReadResource(ctx context.Context, uri string, opts ...CallOption) (*mcp.ReadResourceResult, error) {
+	res, err := c.call(ctx, request{method: "resources/read", params: map[string]any{"uri": uri}, name: uri}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Contents []resourceWire `json:"contents"`
+		Meta     map[string]any `json:"_meta"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil {
+		return nil, fmt.Errorf("mcp/client: a resources/read result that does not decode: %w", err)
+	}
+	r := &mcp.ReadResourceResult{Meta: w.Meta}
+	for i := range w.Contents {
+		r.Contents = append(r.Contents, w.Contents[i].contents())
+	}
+	return r, nil
+}
+
+// GetPrompt gets the prompt name with its arguments.
+func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...CallOption) (*mcp.GetPromptResult, error) {
+	params := map[string]any{"name": name}
+	if args != nil {
+		params["arguments"] = args
+	}
+	res, err := c.call(ctx, request{method: "prompts/get", params: params, name: name}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Description string         `json:"description"`
+		Meta        map[string]any `json:"_meta"`
+		Messages    []struct {
+			Role    string      `json:"role"`
+			Content contentWire `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil {
+		return nil, fmt.Errorf("mcp/client: a prompts/get result that does not decode: %w", err)
+	}
+	r := &mcp.GetPromptResult{Description: w.Description, Meta: w.Meta}
+	for _, m := range w.Messages {
+		r.Messages = append(r.Messages, &mcp.PromptMessage{Role: m.Role, Content: m.Content.content()})
+	}
+	return r, nil
+}
+
+// Ping checks that the server answers. Under 2026-07-28, which removed ping, it sends
+// server/discover instead.
+func (c *Client) Ping(ctx context.Context) error {
+	method := "ping"
+	if c.modern {
+		method = "server/discover"
+	}
+	_, err := c.call(ctx, request{method: method})
+	return err
+}

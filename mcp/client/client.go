@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+)
+
+// Client is a connection to one MCP server. Its methods may be called from many goroutines
+// at once; Close ends it.
+type Client struct {
+	conn    conn
+	o       options
+	ids     atomic.Int64
+	modern  bool
+	version string
+
+	info         mcp.Implementation
+	caps         json.RawMessage
+	instructions string
+
+	mu      sync.Mutex
+	headers map[string][]headerParam // x-mcp-header arguments of the tools listed, by tool
+}
+
+// ErrInputRequired is returned by a call that a 2026-07-28 server answered with an
+// input_required result: this client cannot provide input yet.
+var ErrInputRequired = errors.New("mcp/client: the server asked for input, which this client does not provide yet")
+
+// An Option configures Connect.
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+type options struct {
+	info            mcp.Implementation
+	version         string
+	discoverTimeout time.Duration
+}
+
+// WithClientInfo sets the name and version the client reports (default "relay-client").
+func WithClientInfo(info mcp.Implementation) Option {
+	return optionFunc(func(o *options) { o.info = info })
+}
+
+// WithVersion pins the protocol revision instead of detecting it: mcp.Version20260728 for
+// the stateless generation, or a revision of the initialize generation, which initialize
+// then asks for.
+func WithVersion(v string) Option { return optionFunc(func(o *options) { o.version = v }) }
+
+// WithDiscoverTimeout bounds the wait for the answer to server/discover, after which the
+// server is taken for one of the initialize generation (default 5s).
+func WithDiscoverTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.discoverTimeout = d })
+}
+
+// Connect opens t, learns the server's generation (or takes the one WithVersion pins) and
+// returns a Client ready for calls. ctx bounds the connection's setup only.
+func Connect(ctx context.Context, t Transport, opts ...Option) (*Client, error) {
+	o := options{info: mcp.Implementation{Name: "relay-client", Version: "0.1.0"}, discoverTimeout: 5 * time.Second}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.version != "" && o.version != mcp.Version20260728 && !isLegacy(o.version) {
+		return nil, fmt.Errorf("mcp/client: unknown protocol version %q", o.version)
+	}
+	cn, err := t.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{conn: cn, o: o, headers: map[string][]headerParam{}}
+	if err := c.start(ctx); err != nil {
+		cn.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close ends the connection: a child process is stopped, in-flight calls fail.
+func (c *Client) Close() error { return c.conn.close() }
+
+// Modern reports whether the server is spoken to under 2026-07-28.
+func (c *Client) Modern() bool { return c.modern }
+
+// Version returns the protocol revision in use.
+func (c *Client) Version() string { return c.version }
+
+// ServerInfo returns the server's self-reported name and version.
+func (c *Client) ServerInfo() mcp.Implementation { return c.info }
+
+// Capabilities returns the server's capabilities object, as it sent it.
+func (c *Client) Capabilities() json.RawMessage { return c.caps }
+
+// Instructions returns the server's instructions for the model, if any.
+func (c *Client) Instructions() string { return c.instructions }
+
+// A CallOption configures one call.
+type CallOption interface{ applyCall(*callOptions) }
+
+type callOptionFunc func(*callOptions)
+
+func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
+
+type callOptions struct {
+	progress func(Progress)
+	notes    func(method string, params json.RawMessage)
+}
+
+// Progress is one notifications/progress of a call.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// WithProgress asks the server for progress (a progressToken in the request's _meta) and
+// gives each notifications/progress to fn, in order, on the connection's reading goroutine:
+// fn must return quickly.
+func WithProgress(fn func(Progress)) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.progress = fn })
+}
+
+// WithNotifications gives fn the other notifications the server ties to the call
+// (notifications/message, for one), in order, on the connection's reading goroutine.
+func WithNotifications(fn func(method string, params json.RawMessage)) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.notes = fn })
+}
+
+// request is one call to make.
+type request struct {
+	method  string
+	params  map[string]any // nil: none but _meta
+	name    string
+	headers map[string]string
+}
+
+// call sends r and returns the raw result.
+func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.RawMessage, error) {
+	var co callOptions
+	for _, opt := range opts {
+		opt.applyCall(&co)
+	}
+	id := jsonrpc.IntID(c.ids.Add(1))
+	params := r.params
+	if params == nil {
+		params = map[string]any{}
+	}
+	meta := map[string]any{}
+	if c.modern {
+		c.addModernMeta(meta)
+	}
+	if co.progress != nil {
+		meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
+	}
+	if len(meta) > 0 {
+		params["_meta"] = meta
+	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	out := &outgoing{id: id, method: r.method, params: body, version: c.version, modern: c.modern,
+		name: r.name, headers: r.headers}
+	if co.progress != nil || co.notes != nil {
+		out.note = func(method string, params json.RawMessage) {
+			if method == "notifications/progress" {
+				if co.progress != nil {
+					var p Progress
+					if json.Unmarshal(params, &p) == nil {
+						co.progress(p)
+					}
+				}
+				return
+			}
+			if co.notes != nil {
+				co.notes(method, params)
+			}
+		}
+	}
+	res, err := c.conn.call(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	return res, checkResultType(res)
+}
+
+// checkResultType applies MCP 2026-07-28, Basic › resultType: a missing value is
+// "complete" (so legacy results pass), input_required is not served yet, anything else
+// is invalid.
+func checkResultType(res json.RawMessage) error {
+	raw := jsonrpc.Field(res, "resultType")
+	if raw == nil {
+		return nil
+	}
+	var rt string
+	json.Unmarshal(raw, &rt)
+	switch rt {
+	case "complete":
+		return nil
+	case "input_required":
+		return ErrInputRequired
+	}
+	return fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
+}
+
+func (c *Client) addModernMeta(meta map[string]any) {
+	meta[mcp.MetaProtocolVersion] = c.version
+	meta[mcp.MetaClientCapabilities] = map[string]any{}
+	meta[mcp.MetaClientInfo] = c.o.info
+}
+
+// notify sends a notification.
+func (c *Client) notify(ctx context.Context, method string, params any) error {
+	body, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return c.conn.notify(ctx, &outgoing{method: method, params: body, version: c.version, modern: c.modern})
+}

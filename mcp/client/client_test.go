@@ -1,0 +1,307 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
+)
+
+// transport is one way of reaching the fixture.
+type transport struct {
+	name string
+	open func(t *testing.T) client.Transport
+}
+
+// selfChild returns a transport that runs this test binary as the child named kind.
+func selfChild(t *testing.T, kind string) *client.CommandTransport {
+	tr := client.Command(os.Args[0], "-test.run=^$")
+	tr.Command.Env = append(os.Environ(), "RELAY_CLIENT_TEST_CHILD="+kind)
+	return tr
+}
+
+var transports = []transport{
+	{"memory", func(t *testing.T) client.Transport {
+		return &client.MemoryTransport{Server: newFixture().Runtime()}
+	}},
+	{"stdio", func(t *testing.T) client.Transport { return selfChild(t, "fixture") }},
+	{"http", func(t *testing.T) client.Transport {
+		h := httpx.NewMCPHandler(newFixture(), &httpx.MCPOptions{Logger: zap.NewNop()})
+		srv := httptest.NewServer(h)
+		t.Cleanup(func() { srv.Close(); h.Close() })
+		return client.HTTP(srv.URL + "/mcp")
+	}},
+}
+
+// generations are the two ways of speaking: detected (the fixture is modern), and pinned
+// to the initialize generation.
+var generations = []struct {
+	name    string
+	opts    []client.Option
+	modern  bool
+	version string
+}{
+	{"detected-2026-07-28", nil, true, mcp.Version20260728},
+	{"pinned-2025-11-25", []client.Option{client.WithVersion(mcp.Version20251125)}, false, mcp.Version20251125},
+}
+
+// each runs f for every transport and generation.
+func each(t *testing.T, f func(t *testing.T, c *client.Client)) {
+	for _, tr := range transports {
+		for _, g := range generations {
+			t.Run(tr.name+"/"+g.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c, err := client.Connect(ctx, tr.open(t), g.opts...)
+				if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				defer func() {
+					if err := c.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				}()
+				if c.Modern() != g.modern || c.Version() != g.version {
+					t.Fatalf("generation: modern %v version %q, want %v %q", c.Modern(), c.Version(), g.modern, g.version)
+				}
+				if c.ServerInfo().Name != "fixture" || c.Instructions() != "use echo" {
+					t.Errorf("server info %+v, instructions %q", c.ServerInfo(), c.Instructions())
+				}
+				f(t, c)
+			})
+		}
+	}
+}
+
+func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		var names []string
+		for tool, err := range c.ListTools(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, tool.Name)
+		}
+		want := []string{"block", "echo", "fail", "image", "progress"}
+		slices.Sort(names)
+		if !slices.Equal(names, want) {
+			t.Fatalf("tools %v, want %v (page size 2: three pages)", names, want)
+		}
+	})
+}
+
+func TestListToolsStopsWhenTheLoopBreaks(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		n := 0
+		for _, err := range c.ListTools(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			break
+		}
+		if n != 1 {
+			t.Fatalf("%d tools seen, want 1", n)
+		}
+	})
+}
+
+func TestCallToolReturnsTypedContent(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx := context.Background()
+		for range c.ListTools(ctx) { // learns echo's x-mcp-header, which 2026-07-28 HTTP mirrors
+		}
+		res, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi ", "region": "eu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hi eu" || res.IsError {
+			t.Fatalf("echo: %#v", res.Content[0])
+		}
+		res, err = c.CallTool(ctx, "image", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ic, ok := res.Content[0].(*mcp.ImageContent); !ok || string(ic.Data) != "\x01\x02\x03" || ic.MimeType != "image/png" {
+			t.Fatalf("image: %#v", res.Content[0])
+		}
+	})
+}
+
+func TestCallToolFailureIsAResultWithIsError(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "fail", map[string]any{})
+		if err != nil || !res.IsError {
+			t.Fatalf("fail: %+v, %v", res, err)
+		}
+	})
+}
+
+func TestUnknownToolIsAProtocolError(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		_, err := c.CallTool(context.Background(), "nope", map[string]any{})
+		if err == nil {
+			t.Fatal("an unknown tool answered")
+		}
+	})
+}
+
+func TestProgressReachesTheCallback(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		var mu sync.Mutex
+		var got []client.Progress
+		res, err := c.CallTool(context.Background(), "progress", map[string]any{"steps": 3},
+			client.WithProgress(func(p client.Progress) {
+				mu.Lock()
+				got = append(got, p)
+				mu.Unlock()
+			}))
+		if err != nil || res.IsError {
+			t.Fatalf("progress: %+v, %v", res, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 3 || got[0].Progress != 1 || got[2].Progress != 3 || got[2].Total != 3 || got[1].Message != "step 2" {
+			t.Fatalf("progress seen: %+v", got)
+		}
+	})
+}
+
+func TestCancelledContextEndsTheCallAndTheServerWork(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.CallTool(ctx, "block", map[string]any{})
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let the call reach the server (either order passes)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call: %v", err)
+		}
+		// The connection still works after a cancel.
+		if _, err := c.CallTool(context.Background(), "echo", map[string]any{"text": "after"}); err != nil {
+			t.Fatalf("call after a cancel: %v", err)
+		}
+	})
+}
+
+func TestResourcesListAndRead(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx := context.Background()
+		var uris []string
+		for r, err := range c.ListResources(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = append(uris, r.URI)
+		}
+		slices.Sort(uris)
+		if !slices.Equal(uris, []string{"test://blob", "test://text"}) {
+			t.Fatalf("resources %v", uris)
+		}
+		res, err := c.ReadResource(ctx, "test://text")
+		if err != nil || res.Contents[0].Text != "hello" || res.Contents[0].MimeType != "text/plain" {
+			t.Fatalf("read text: %+v, %v", res, err)
+		}
+		res, err = c.ReadResource(ctx, "test://blob")
+		if err != nil || string(res.Contents[0].Blob) != "\x00\x01\x02" {
+			t.Fatalf("read blob: %+v, %v", res, err)
+		}
+	})
+}
+
+func TestPromptsListAndGet(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx := context.Background()
+		n := 0
+		for p, err := range c.ListPrompts(ctx) {
+			if err != nil || p.Name != "greet" {
+				t.Fatalf("prompt %+v, %v", p, err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Fatalf("%d prompts", n)
+		}
+		res, err := c.GetPrompt(ctx, "greet", map[string]string{"who": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "hello Ada" || res.Messages[0].Role != "user" {
+			t.Fatalf("greet: %+v", res.Messages[0])
+		}
+	})
+}
+
+func TestPingAnswers(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		if err := c.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// MCP 2026-07-28, Versioning: a server that does not answer server/discover, or answers it
+// with an error that is not a modern one, is of the initialize generation.
+func TestA15_LegacyServerIsDetectedAndInitialized(t *testing.T) {
+	for _, kind := range []string{"legacy-silent", "legacy-not-found"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			c, err := client.Connect(ctx, selfChild(t, kind), client.WithDiscoverTimeout(300*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.Modern() || c.Version() != mcp.Version20250618 || c.ServerInfo().Name != "old" {
+				t.Fatalf("modern %v version %q info %+v", c.Modern(), c.Version(), c.ServerInfo())
+			}
+			if err := c.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// MCP 2026-07-28, Transports › stdio › Shutdown: a child that ignores the end of its stdin
+// is terminated.
+func TestD_CloseTerminatesAChildThatIgnoresEOF(t *testing.T) {
+	tr := selfChild(t, "deaf")
+	tr.CloseWait = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // setup fails at once: Connect then closes the child
+	_, err := client.Connect(ctx, tr, client.WithVersion(mcp.Version20260728))
+	if err == nil {
+		t.Fatal("Connect to a deaf child succeeded")
+	}
+	if tr.Command.ProcessState == nil || tr.Command.ProcessState.Success() {
+		t.Fatalf("the child was not terminated: %v", tr.Command.ProcessState)
+	}
+}
+
+func TestHTTPErrorWithoutJSONRPCBodyIsHTTPError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "nothing here", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	_, err := client.Connect(context.Background(), client.HTTP(srv.URL), client.WithVersion(mcp.Version20251125))
+	var he *client.HTTPError
+	if !errors.As(err, &he) || he.Status != 404 {
+		t.Fatalf("err %v", err)
+	}
+}
+
+var _ = exec.Command

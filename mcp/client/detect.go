@@ -1,0 +1,115 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+)
+
+func isLegacy(v string) bool { return slices.Contains(mcp.LegacyVersions, v) }
+
+// start learns the server's generation, as MCP 2026-07-28, Versioning › backward
+// compatibility tells a client to: server/discover first, with the modern _meta; a
+// DiscoverResult or a recognised modern error means 2026-07-28; anything else, or no
+// answer in time, means the initialize generation.
+func (c *Client) start(ctx context.Context) error {
+	switch {
+	case c.o.version == mcp.Version20260728:
+		c.modern, c.version = true, mcp.Version20260728
+		return c.discover(ctx)
+	case c.o.version != "":
+		return c.initialize(ctx, c.o.version)
+	}
+	c.modern, c.version = true, mcp.Version20260728
+	err := c.discover(ctx)
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && isModernError(rpc.Code) {
+		if rpc.Code == mcp.CodeUnsupportedProtocolVersion {
+			return fmt.Errorf("mcp/client: the server speaks 2026-07-28's generation but none of its versions this client knows: %w", err)
+		}
+		return fmt.Errorf("mcp/client: server/discover failed: %w", err)
+	}
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	c.modern, c.version = false, ""
+	return c.initialize(ctx, mcp.Version20251125)
+}
+
+// isModernError reports whether code is one only a 2026-07-28 server sends.
+func isModernError(code int64) bool {
+	return code == mcp.CodeHeaderMismatch || code == mcp.CodeMissingRequiredClientCapability ||
+		code == mcp.CodeUnsupportedProtocolVersion
+}
+
+// discover sends server/discover and keeps what it says of the server.
+func (c *Client) discover(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, c.o.discoverTimeout)
+	defer cancel()
+	res, err := c.call(dctx, request{method: "server/discover"})
+	if err != nil {
+		return err
+	}
+	var d struct {
+		SupportedVersions []string           `json:"supportedVersions"`
+		Capabilities      json.RawMessage    `json:"capabilities"`
+		Instructions      string             `json:"instructions"`
+		ServerInfo        mcp.Implementation `json:"serverInfo"`
+		Meta              struct {
+			ServerInfo *mcp.Implementation `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(res, &d); err != nil {
+		return fmt.Errorf("mcp/client: a server/discover result that does not decode: %w", err)
+	}
+	if !slices.Contains(d.SupportedVersions, mcp.Version20260728) {
+		return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("the server supports %v, not %s", d.SupportedVersions, mcp.Version20260728)}
+	}
+	c.caps, c.instructions, c.info = d.Capabilities, d.Instructions, d.ServerInfo
+	if d.Meta.ServerInfo != nil {
+		c.info = *d.Meta.ServerInfo
+	}
+	return nil
+}
+
+// initialize runs the handshake of the initialize generation (MCP 2025-11-25, Lifecycle ›
+// Initialization): initialize, then notifications/initialized.
+func (c *Client) initialize(ctx context.Context, version string) error {
+	c.modern, c.version = false, ""
+	res, err := c.call(ctx, request{method: "initialize", params: map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{},
+		"clientInfo":      c.o.info,
+	}})
+	if err != nil {
+		return fmt.Errorf("mcp/client: initialize: %w", err)
+	}
+	var r struct {
+		ProtocolVersion string             `json:"protocolVersion"`
+		Capabilities    json.RawMessage    `json:"capabilities"`
+		ServerInfo      mcp.Implementation `json:"serverInfo"`
+		Instructions    string             `json:"instructions"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("mcp/client: an initialize result that does not decode: %w", err)
+	}
+	if !isLegacy(r.ProtocolVersion) {
+		// MCP 2025-11-25, Lifecycle › Version Negotiation: a client that cannot use the
+		// server's version should disconnect.
+		return fmt.Errorf("mcp/client: the server answered initialize with version %q, which this client does not speak", r.ProtocolVersion)
+	}
+	c.version, c.caps, c.info, c.instructions = r.ProtocolVersion, r.Capabilities, r.ServerInfo, r.Instructions
+	return c.notify(ctx, "notifications/initialized", map[string]any{})
+}

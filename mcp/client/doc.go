@@ -1,0 +1,48 @@
+// Package client is a typed MCP client for both protocol generations: the stateless
+// 2026-07-28 revision and the initialize generation (2025-11-25, 2025-06-18, 2025-03-26).
+//
+// Connect opens a Transport, learns which generation the server speaks, and returns a
+// Client whose calls (ListTools, CallTool, ListResources, ReadResource, ListPrompts,
+// GetPrompt, Ping) are typed with package mcp's types.
+//
+// # Transports
+//
+//   - CommandTransport starts a server as a child process and speaks NDJSON on its stdin
+//     and stdout (MCP 2026-07-28, Transports › stdio); its stderr is passed through. One
+//     reader actor (stdio.ReadFrames) and one writer actor (stdio.WriteFrames) move the
+//     frames; a router actor owns the table of calls in flight. Close ends the child in the
+//     spec's order: close its stdin, wait, SIGTERM, wait, SIGKILL.
+//   - HTTPTransport speaks Streamable HTTP to a URL: one POST per message, answered with
+//     JSON or an SSE stream, the session id of the initialize generation, and for
+//     2026-07-28 the mirrored headers MCP-Protocol-Version, Mcp-Method, Mcp-Name and
+//     Mcp-Param-* (MCP 2026-07-28, Transports › Streamable HTTP).
+//   - MemoryTransport talks to a runtime.Server in the same process, for tests.
+//
+// # Generations
+//
+// Unless WithVersion pins one, Connect probes with server/discover carrying the 2026-07-28
+// _meta (MCP 2026-07-28, Versioning › backward compatibility): a DiscoverResult, or a
+// recognised modern error, means a modern server; any other error, or no answer within
+// the discover timeout, means a server of the initialize generation, which then gets
+// initialize and notifications/initialized. Under 2026-07-28 every request carries the
+// protocol version, client capabilities and client info in its _meta.
+//
+// # Cancellation and progress
+//
+// Every call takes a context. When it ends before the answer, the call returns its error
+// and the server is told: notifications/cancelled on a stream transport and on legacy
+// HTTP, and for 2026-07-28 over HTTP the request's response stream is closed, which the
+// server takes as the cancellation. WithProgress receives a call's notifications/progress;
+// WithNotifications receives the other notifications the server ties to a call (logs).
+//
+// # Not yet
+//
+// This is the first slice. Not yet implemented: answering what a server asks of its client
+// (sampling, elicitation and roots as server-to-client requests, and input_required
+// results retried with inputResponses and requestState: a call that gets one returns
+// ErrInputRequired; server-to-client requests other than ping are answered "method not
+// found"), subscriptions (subscriptions/listen and resources/subscribe), completions,
+// logging/setLevel, tasks, restarting a child that died, re-initializing after an HTTP
+// 404 for an ended session, Last-Event-ID resumption of an SSE stream, and the fallback
+// to the deprecated HTTP+SSE transport of 2024-11-05.
+package client

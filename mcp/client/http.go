@@ -1,0 +1,313 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
+)
+
+// HTTPTransport speaks Streamable HTTP to one MCP endpoint (MCP 2026-07-28 and 2025-11-25,
+// Transports › Streamable HTTP): one POST per message, each answered with one JSON object
+// or an SSE stream whose last message is the answer.
+type HTTPTransport struct {
+	// URL is the endpoint, e.g. http://127.0.0.1:8080/mcp.
+	URL string
+	// Client makes the requests (nil: a client of its own).
+	Client *http.Client
+	// Header is added to every request (Authorization, say).
+	Header http.Header
+}
+
+// HTTP returns a transport to the endpoint url.
+func HTTP(url string) *HTTPTransport { return &HTTPTransport{URL: url} }
+
+// HTTPError is the answer to a POST that was neither a JSON-RPC message nor accepted.
+type HTTPError struct {
+	Status int
+	Body   string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("mcp/client: HTTP %d: %s", e.Status, strings.TrimSpace(e.Body))
+}
+
+type httpConn struct {
+	t  *HTTPTransport
+	hc *http.Client
+
+	mu      sync.Mutex
+	session string // Mcp-Session-Id of the initialize generation
+}
+
+func (t *HTTPTransport) dial(ctx context.Context) (conn, error) {
+	hc := t.Client
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &httpConn{t: t, hc: hc}, nil
+}
+
+func (h *httpConn) newRequest(ctx context.Context, method string, body []byte, r *outgoing) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, h.t.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range h.t.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if r.version != "" {
+		req.Header.Set("MCP-Protocol-Version", r.version)
+	}
+	if r.modern {
+		req.Header.Set("Mcp-Method", r.method)
+		if r.name != "" {
+			req.Header.Set("Mcp-Name", encodeHeaderValue(r.name))
+		}
+		for k, v := range r.headers {
+			req.Header.Set(k, v)
+		}
+	} else {
+		h.mu.Lock()
+		if h.session != "" {
+			req.Header.Set("Mcp-Session-Id", h.session)
+		}
+		h.mu.Unlock()
+	}
+	return req, nil
+}
+
+func (h *httpConn) do(req *http.Request) (*http.Response, error) {
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		h.mu.Lock()
+		h.session = sid
+		h.mu.Unlock()
+	}
+	return resp, nil
+}
+
+func (h *httpConn) call(ctx context.Context, r *outgoing) (json.RawMessage, error) {
+	req, err := h.newRequest(ctx, http.MethodPost, jsonrpc.AppendRequest(nil, r.id, r.method, r.params), r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.answer(ctx, req, r)
+	if err != nil && ctx.Err() != nil {
+		if !r.modern {
+			// The initialize generation: a disconnect is not a cancellation, so say it
+			// (MCP 2025-11-25, Utilities › Cancellation). 2026-07-28 needs nothing more
+			// than the closed stream (Basic › Patterns › Cancellation).
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			h.notify(cctx, &outgoing{method: "notifications/cancelled", params: cancelParams(r.id, "the caller went away"),
+				version: r.version})
+			cancel()
+		}
+		return nil, ctx.Err()
+	}
+	return res, err
+}
+
+// answer sends req and reads the answer to r from its response.
+func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (json.RawMessage, error) {
+	resp, err := h.do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
+		return h.readEvents(ctx, resp.Body, r)
+	case ct == "application/json":
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if err != nil {
+			return nil, err
+		}
+		m, derr := jsonrpc.Decode(body)
+		if derr == nil && m.Kind == jsonrpc.KindResponse {
+			if m.Error != nil {
+				return nil, decodeError(m.Error)
+			}
+			if resp.StatusCode == http.StatusOK {
+				if !m.ID.Equal(r.id) {
+					return nil, fmt.Errorf("mcp/client: the server answered id %s to request %s", m.ID, r.id)
+				}
+				return append(json.RawMessage(nil), m.Result...), nil
+			}
+		}
+		return nil, &HTTPError{Status: resp.StatusCode, Body: string(body)}
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return nil, &HTTPError{Status: resp.StatusCode, Body: string(body)}
+}
+
+// readEvents reads an SSE stream until the answer to r: notifications go to r.note, the
+// requests of a legacy server are answered. A stream of the initialize generation that ends
+// without the answer, after an event id, is resumed with GET and Last-Event-ID once its
+// retry delay has passed (MCP 2025-11-25, Transports › Resumability and Redelivery).
+func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) (json.RawMessage, error) {
+	var lastID string
+	retry := time.Second
+	for attempt := 0; ; attempt++ {
+		res, done, err := h.events(ctx, body, r, &lastID, &retry)
+		if done || err != nil {
+			return res, err
+		}
+		if r.modern || lastID == "" || attempt >= 10 {
+			return nil, fmt.Errorf("mcp/client: the server closed the event stream of %s before answering", r.method)
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		req, err := h.newRequest(ctx, http.MethodGet, nil, r)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", lastID)
+		resp, err := h.do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, &HTTPError{Status: resp.StatusCode, Body: "resuming an event stream"}
+		}
+		body = resp.Body
+	}
+}
+
+// events reads one stream; done reports that the answer (or an error answer) was read.
+func (h *httpConn) events(ctx context.Context, body io.Reader, r *outgoing, lastID *string, retry *time.Duration) (res json.RawMessage, done bool, err error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var data []byte
+	for {
+		line, rerr := br.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 && (rerr == nil || len(data) > 0) {
+			if len(data) > 0 {
+				res, done, err = h.event(ctx, data, r)
+				data = data[:0]
+				if done || err != nil {
+					return res, done, err
+				}
+			}
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+		case "id":
+			*lastID = string(value)
+		case "retry":
+			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
+				*retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			return nil, false, nil
+		}
+	}
+}
+
+// event handles one message of an SSE stream.
+func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.RawMessage, bool, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, false, nil // a priming event
+	}
+	m, err := jsonrpc.Decode(data)
+	if err != nil && m.Kind != jsonrpc.KindResponse {
+		return nil, false, nil
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		if !m.ID.Equal(r.id) {
+			return nil, false, nil
+		}
+		if m.Error != nil {
+			return nil, true, decodeError(m.Error)
+		}
+		return append(json.RawMessage(nil), m.Result...), true, nil
+	case jsonrpc.KindNotification:
+		if r.note != nil {
+			r.note(m.Method, append(json.RawMessage(nil), m.Params...))
+		}
+	case jsonrpc.KindRequest:
+		req, err := h.newRequest(ctx, http.MethodPost, answerServerRequest(m), &outgoing{version: r.version})
+		if err == nil {
+			if resp, err := h.do(req); err == nil {
+				io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				resp.Body.Close()
+			}
+		}
+	}
+	return nil, false, nil
+}
+
+func (h *httpConn) notify(ctx context.Context, r *outgoing) error {
+	req, err := h.newRequest(ctx, http.MethodPost, jsonrpc.AppendNotification(nil, r.method, r.params), r)
+	if err != nil {
+		return err
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode >= 300 {
+		return &HTTPError{Status: resp.StatusCode, Body: string(body)}
+	}
+	return nil
+}
+
+// close ends a session of the initialize generation with DELETE (MCP 2025-11-25,
+// Transports › Session Management); a server may refuse it, which changes nothing here.
+func (h *httpConn) close() error {
+	h.mu.Lock()
+	sid := h.session
+	h.session = ""
+	h.mu.Unlock()
+	if sid != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, h.t.URL, nil)
+		if err == nil {
+			req.Header.Set("Mcp-Session-Id", sid)
+			if resp, err := h.hc.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	h.hc.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,127 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/stdio"
+)
+
+// TestMain runs the test binary itself as the child server when RELAY_CLIENT_TEST_CHILD
+// names one: real processes in tests, with no binary to build.
+func TestMain(m *testing.M) {
+	switch os.Getenv("RELAY_CLIENT_TEST_CHILD") {
+	case "fixture":
+		if err := stdio.ServeStdio(context.Background(), newFixture().Runtime()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "legacy-silent", "legacy-not-found":
+		legacyOnly(os.Getenv("RELAY_CLIENT_TEST_CHILD") == "legacy-silent")
+		os.Exit(0)
+	case "deaf":
+		// Never exits on EOF: Close must end it with signals.
+		fmt.Fprintln(os.Stderr, "deaf child started")
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// legacyOnly is a server of the initialize generation that knows nothing of
+// server/discover: it says nothing (silent) or answers -32601.
+func legacyOnly(silent bool) {
+	sc := bufio.NewScanner(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			out.Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+				"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+				"serverInfo": map[string]any{"name": "old", "version": "1"}}})
+		case "ping":
+			out.Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
+		default:
+			if !silent {
+				out.Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+					"error": map[string]any{"code": -32601, "message": "Method not found"}})
+			}
+		}
+	}
+}
+
+type echoArgs struct {
+	Text   string `json:"text"`
+	Region string `json:"region,omitempty"`
+}
+
+type progressArgs struct {
+	Steps int `json:"steps"`
+}
+
+// newFixture is the server the tests call: tools (more than one page of them), resources,
+// a prompt.
+func newFixture() *mcp.Server {
+	s := mcp.NewServer(mcp.Implementation{Name: "fixture", Version: "1.0.0"},
+		&mcp.ServerOptions{PageSize: 2, Instructions: "use echo"})
+	echoSchema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"text":   {Type: "string"},
+		"region": {Type: "string", Extra: map[string]any{"x-mcp-header": "Region"}},
+	}, Required: []string{"text"}}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo text.", InputSchema: echoSchema},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(in.Text + in.Region), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail as a tool does."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			return mcp.ErrorResult("it failed"), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress, then finish."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in progressArgs) (*mcp.CallToolResult, error) {
+			for i := 1; i <= in.Steps; i++ {
+				req.Progress(float64(i), float64(in.Steps), fmt.Sprintf("step %d", i))
+			}
+			return mcp.TextResult("done"), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return an image."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1, 2, 3}, MimeType: "image/png"}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://text", Name: "text", MimeType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://text", MimeType: "text/plain", Text: "hello"}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://blob", Name: "blob", MimeType: "application/octet-stream"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://blob", Blob: []byte{0, 1, 2}}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "who", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Arguments["who"]}}}}, nil
+		})
+	return s
+}

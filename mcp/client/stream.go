@@ -1,0 +1,200 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/relayrt/relay/jsonrpc"
+)
+
+// stream is a conn over a bidirectional stream of frames (a child's stdio, an in-memory
+// connection). Three actors: the reader, which gives each frame to the router; the router,
+// which owns the table of calls in flight; the writer, which takes frames from out. Callers
+// only send messages to them.
+type stream struct {
+	out     chan []byte  // to the writer actor; closed by close
+	outMu   sync.RWMutex // held to send on out, and taken alone to close it
+	outShut bool         // out is closed
+	mailbox chan routeMsg
+	gone    chan struct{} // closed by the router when the reader has ended
+	once    sync.Once
+	stop    func() error  // after out is closed: ends the peer, waits for the reader and writer
+	done    chan struct{} // closed when the router returned
+}
+
+type routeMsg struct {
+	id   string
+	call *streamCall // nil: forget id
+}
+
+type streamCall struct {
+	reply chan streamReply // buffered: the router never waits on it
+	note  func(method string, params json.RawMessage)
+}
+
+type streamReply struct {
+	result json.RawMessage
+	err    error
+}
+
+// newStream returns a stream whose writer actor must take s.out until it is closed, and
+// starts its router over frames, which the reader actor closes when it ends. The transport
+// sets stop before the stream is used.
+func newStream(frames <-chan []byte) *stream {
+	s := &stream{out: make(chan []byte, 64), mailbox: make(chan routeMsg),
+		gone: make(chan struct{}), done: make(chan struct{})}
+	go s.route(frames)
+	return s
+}
+
+func (s *stream) send(ctx context.Context, frame []byte) error {
+	s.outMu.RLock()
+	defer s.outMu.RUnlock()
+	if s.outShut {
+		return ErrClosed
+	}
+	select {
+	case s.out <- frame:
+		return nil
+	case <-s.gone:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *stream) tell(m routeMsg) error {
+	select {
+	case s.mailbox <- m:
+		return nil
+	case <-s.gone:
+		return ErrClosed
+	}
+}
+
+func (s *stream) call(ctx context.Context, r *outgoing) (json.RawMessage, error) {
+	c := &streamCall{reply: make(chan streamReply, 1), note: r.note}
+	if err := s.tell(routeMsg{id: string(r.id), call: c}); err != nil {
+		return nil, err
+	}
+	if err := s.send(ctx, jsonrpc.AppendRequest(nil, r.id, r.method, r.params)); err != nil {
+		s.tell(routeMsg{id: string(r.id)})
+		return nil, err
+	}
+	select {
+	case rep := <-c.reply:
+		return rep.result, rep.err
+	case <-ctx.Done():
+		// MCP 2026-07-28, Transports › stdio › Cancellation (and the initialize generation's
+		// notifications/cancelled): tell the server, and ignore a late answer.
+		s.tell(routeMsg{id: string(r.id)})
+		s.send(context.Background(), jsonrpc.AppendNotification(nil, "notifications/cancelled",
+			cancelParams(r.id, "the caller went away")))
+		return nil, ctx.Err()
+	}
+}
+
+func (s *stream) notify(ctx context.Context, r *outgoing) error {
+	return s.send(ctx, jsonrpc.AppendNotification(nil, r.method, r.params))
+}
+
+func (s *stream) close() error {
+	var err error
+	s.once.Do(func() {
+		s.outMu.Lock()
+		s.outShut = true
+		close(s.out)
+		s.outMu.Unlock()
+		err = s.stop()
+		<-s.done
+	})
+	return err
+}
+
+// route is the router actor: it owns the calls in flight, until the reader ends.
+func (s *stream) route(frames <-chan []byte) {
+	defer close(s.done)
+	calls := map[string]*streamCall{}
+	for {
+		select {
+		case m := <-s.mailbox:
+			if m.call != nil {
+				calls[m.id] = m.call
+			} else {
+				delete(calls, m.id)
+			}
+		case f, ok := <-frames:
+			if !ok {
+				close(s.gone)
+				for _, c := range calls {
+					c.reply <- streamReply{err: ErrClosed}
+				}
+				return
+			}
+			s.frame(f, calls)
+		}
+	}
+}
+
+func (s *stream) frame(f []byte, calls map[string]*streamCall) {
+	m, err := jsonrpc.Decode(f)
+	if err != nil && m.Kind != jsonrpc.KindResponse {
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		c := calls[string(m.ID)]
+		if c == nil {
+			return // answered after a cancel, or never asked: ignored
+		}
+		delete(calls, string(m.ID))
+		if m.Error != nil {
+			c.reply <- streamReply{err: decodeError(m.Error)}
+			return
+		}
+		c.reply <- streamReply{result: append(json.RawMessage(nil), m.Result...)}
+	case jsonrpc.KindNotification:
+		c := calls[string(progressTokenOf(m.Method, m.Params))]
+		if c == nil && len(calls) == 1 {
+			// A log message names no request: it is the one call's in flight, when there
+			// is exactly one; otherwise nobody can tell, and it is dropped.
+			for _, only := range calls {
+				c = only
+			}
+		}
+		if c != nil && c.note != nil {
+			c.note(m.Method, append(json.RawMessage(nil), m.Params...))
+		}
+	case jsonrpc.KindRequest:
+		// Never a blocking send from the router: the writer may be stuck on a peer that
+		// waits for us to read. A full queue drops the answer; the server's request times out.
+		s.outMu.RLock()
+		if !s.outShut {
+			select {
+			case s.out <- answerServerRequest(m):
+			default:
+			}
+		}
+		s.outMu.RUnlock()
+	}
+}
+
+// progressTokenOf returns the token of a progress notification: the client makes it the
+// request's own id, so it names the call.
+func progressTokenOf(method string, params json.RawMessage) []byte {
+	if method != "notifications/progress" {
+		return nil
+	}
+	return jsonrpc.Field(params, "progressToken")
+}
+
+// answerServerRequest answers what a server of the initialize generation asks its client:
+// ping, and "method not found" for everything this client does not serve yet.
+func answerServerRequest(m jsonrpc.Message) []byte {
+	if m.Method == "ping" {
+		return jsonrpc.AppendResult(nil, m.ID, []byte("{}"))
+	}
+	return jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: "Method not found: this client does not serve " + m.Method + " yet"})
+}
