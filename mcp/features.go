@@ -21,14 +21,43 @@ type feature struct {
 }
 
 var featureList = [...]feature{
-	{method: "tools/list", capability: "tools", cacheable: true, serve: (*Server).listTools},
+	{method: "tools/list", capability: "tools", cacheable: true,
+		serve: list("tools", func(r *registry) ([]string, map[string]*tool) { return r.toolNames, r.tools })},
 	{method: "tools/call", capability: "tools", serve: (*Server).callTool},
-	{method: "prompts/list", capability: "prompts", cacheable: true, serve: (*Server).listPrompts},
+	{method: "prompts/list", capability: "prompts", cacheable: true,
+		serve: list("prompts", func(r *registry) ([]string, map[string]*prompt) { return r.promptNames, r.prompts })},
 	{method: "prompts/get", capability: "prompts", serve: (*Server).getPrompt},
-	{method: "resources/list", capability: "resources", cacheable: true, serve: (*Server).listResources},
-	{method: "resources/templates/list", capability: "resources", cacheable: true, serve: (*Server).listTemplates},
+	{method: "resources/list", capability: "resources", cacheable: true,
+		serve: list("resources", func(r *registry) ([]string, map[string]*resource) { return r.resourceURIs, r.resources })},
+	{method: "resources/templates/list", capability: "resources", cacheable: true,
+		serve: list("resourceTemplates", func(r *registry) ([]string, map[string]*resourceTemplate) { return r.templateKeys, r.templates })},
 	{method: "resources/read", capability: "resources", cacheable: true, serve: (*Server).readResource},
 	{method: "completion/complete", capability: "completions", serve: (*Server).complete},
+}
+
+// listed is what a list serves of each entry: its definition, encoded once.
+type listed interface{ definition() json.RawMessage }
+
+func (t *tool) definition() json.RawMessage             { return t.raw }
+func (p *prompt) definition() json.RawMessage           { return p.raw }
+func (r *resource) definition() json.RawMessage         { return r.raw }
+func (t *resourceTemplate) definition() json.RawMessage { return t.raw }
+
+// list serves one of the four lists, under member: a page of the registry's entries, in the
+// order of their sorted keys, with the cursor of the next page.
+func list[T listed](member string, entries func(*registry) (keys []string, byKey map[string]T)) func(*Server, context.Context, *Request) (any, error) {
+	return func(s *Server, _ context.Context, req *Request) (any, error) {
+		keys, byKey := entries(s.reg.Load())
+		page, next, err := s.listPage(req, keys)
+		if err != nil {
+			return nil, err
+		}
+		items := make([]json.RawMessage, len(page))
+		for i, k := range page {
+			items[i] = byKey[k].definition()
+		}
+		return listResult(member, items, next), nil
+	}
 }
 
 // features finds a feature by its method.

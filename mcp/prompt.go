@@ -82,19 +82,6 @@ func (s *Server) RemovePrompts(names ...string) {
 	})
 }
 
-func (s *Server) listPrompts(ctx context.Context, req *Request) (any, error) {
-	reg := s.reg.Load()
-	keys, next, err := s.listPage(req, reg.promptNames)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]json.RawMessage, len(keys))
-	for i, k := range keys {
-		items[i] = reg.prompts[k].raw
-	}
-	return listResult("prompts", items, next), nil
-}
-
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 	params := req.params // read when the request was routed
 	name, err := asString(params[pName], "name")

@@ -107,32 +107,6 @@ func (s *Server) ResourceUpdated(uri string) {
 	s.hub.publish(change{kind: resourceUpdated, uri: uri})
 }
 
-func (s *Server) listResources(ctx context.Context, req *Request) (any, error) {
-	reg := s.reg.Load()
-	keys, next, err := s.listPage(req, reg.resourceURIs)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]json.RawMessage, len(keys))
-	for i, k := range keys {
-		items[i] = reg.resources[k].raw
-	}
-	return listResult("resources", items, next), nil
-}
-
-func (s *Server) listTemplates(ctx context.Context, req *Request) (any, error) {
-	reg := s.reg.Load()
-	keys, next, err := s.listPage(req, reg.templateKeys)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]json.RawMessage, len(keys))
-	for i, k := range keys {
-		items[i] = reg.templates[k].raw
-	}
-	return listResult("resourceTemplates", items, next), nil
-}
-
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	params := req.params // read when the request was routed
 	uri, err := asString(params[pURI], "uri")

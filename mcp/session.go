@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
@@ -26,12 +25,12 @@ type legacySession struct {
 	logLevel    int  // -1 until logging/setLevel
 	initialized bool // notifications/initialized has arrived
 
-	// The forwarder goroutine sends server-wide changes to this client. It reads subs, which
-	// Route writes: that one set is shared, so it has a lock.
+	// The forwarder goroutine sends server-wide changes to this client. Whether the client
+	// subscribed to an updated resource is asked on the dispatcher's goroutine (Peer.Run),
+	// where Route changes subs: the session's state has one owner and no lock.
 	changes chan change
 	stop    chan struct{}
 	done    chan struct{}
-	mu      sync.Mutex
 	subs    map[string]bool
 }
 
@@ -117,13 +116,11 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		if err != nil {
 			return runtime.Route{Err: err}
 		}
-		l.mu.Lock()
 		if req.Method == "resources/subscribe" {
 			l.subs[uri] = true
 		} else {
 			delete(l.subs, uri)
 		}
-		l.mu.Unlock()
 		return runtime.Route{Result: json.RawMessage("{}")}
 	}
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
@@ -285,12 +282,16 @@ func (ss *session) forward(l *legacySession) {
 			case resourcesChanged:
 				method = "notifications/resources/list_changed"
 			case resourceUpdated:
-				l.mu.Lock()
-				subscribed := l.subs[c.uri]
-				l.mu.Unlock()
-				if subscribed {
-					method, params = "notifications/resources/updated", map[string]string{"uri": c.uri}
+				uri := c.uri
+				err := ss.peer.Run(func(notify func(string, any) error) {
+					if l.subs[uri] { // read where Route writes it
+						notify("notifications/resources/updated", map[string]string{"uri": uri})
+					}
+				})
+				if err != nil {
+					return
 				}
+				continue
 			}
 			if method != "" && ss.peer.Notify(method, params) != nil {
 				return

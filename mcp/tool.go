@@ -301,19 +301,6 @@ func invalidArguments(tool string, err error) *CallToolResult {
 	return ErrorResult("Invalid arguments for tool " + tool + ": " + err.Error())
 }
 
-func (s *Server) listTools(ctx context.Context, req *Request) (any, error) {
-	reg := s.reg.Load()
-	keys, next, err := s.listPage(req, reg.toolNames)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]json.RawMessage, len(keys))
-	for i, k := range keys {
-		items[i] = reg.tools[k].raw
-	}
-	return listResult("tools", items, next), nil
-}
-
 // callTool serves tools/call on one goroutine, as middleware sees it. Without middleware,
 // routing.run calls startTool and then the tool itself, detached if its calls wait.
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {

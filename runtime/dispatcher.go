@@ -29,15 +29,17 @@ const (
 	evCall
 	evPeer     // a notification of the session's, tied to no request
 	evDetached // the handler returned a Continuation: its worker is free
+	evRun      // work of the session's, to run on the dispatcher's goroutine (Peer.Run)
 )
 
-// event is a message from a request actor to its dispatcher.
+// event is a message from a request actor (or a session's goroutine) to its dispatcher.
 type event struct {
 	kind   evKind
+	ctxErr bool // evDone: the handler failed after its context ended
 	e      *entry
 	frame  []byte // evDone: the response (nil if none); evNotify: the notification
-	ctxErr bool   // evDone: the handler failed after its context ended
 	call   *call
+	run    func(notify func(method string, params any) error) // evRun
 }
 
 // entry is the dispatcher's record of one request in flight. It fits the allocator's 144-byte
@@ -667,6 +669,15 @@ func (d *dispatcher) event(ev event) {
 	switch ev.kind {
 	case evPeer:
 		d.write(ev.frame)
+	case evRun:
+		ev.run(func(method string, params any) error {
+			raw, err := marshalParams(params)
+			if err != nil {
+				return err
+			}
+			d.write(jsonrpc.AppendNotification(nil, method, raw))
+			return nil
+		})
 	case evNotify:
 		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more

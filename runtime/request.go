@@ -107,5 +107,14 @@ func (p *Peer) Notify(method string, params any) error {
 	return p.d.send(event{kind: evPeer, frame: jsonrpc.AppendNotification(nil, method, raw)})
 }
 
+// Run runs fn on the connection's dispatcher goroutine, where the Session's methods run, so
+// that a goroutine of the session's (one that forwards server-wide changes, say) can read and
+// change the session's state without a lock. notify, valid only while fn runs, sends a
+// notification tied to no request. fn must return quickly and must not call the Peer's other
+// methods. Run returns once fn is queued, or ErrConnectionClosed.
+func (p *Peer) Run(fn func(notify func(method string, params any) error)) error {
+	return p.d.send(event{kind: evRun, run: fn})
+}
+
 // Done is closed when the connection has stopped.
 func (p *Peer) Done() <-chan struct{} { return p.d.stopped }
