@@ -580,7 +580,15 @@ func (d *dispatcher) runObserved(ctx context.Context, e *entry, h Handler) {
 	var end func(error)
 	err := actors.Recover(func() error {
 		var err error
-		ctx, end = d.s.opts.observer.Start(ctx, &e.req)
+		failed := &ResultFailure{} // where the handler's ReportFailure lands
+		var observed func(error)
+		ctx, observed = d.s.opts.observer.Start(context.WithValue(ctx, failureKey{}, failed), &e.req)
+		end = func(err error) {
+			if err == nil && failed.Type != "" {
+				err = failed
+			}
+			observed(err)
+		}
 		frame, next, err = d.handle(ctx, e, h)
 		return err
 	})

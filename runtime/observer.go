@@ -18,3 +18,21 @@ type Observer interface {
 func WithObserver(o Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
 }
+
+// ResultFailure is the error an Observer's end is given for a request whose handler returned
+// a result that says the request failed (an MCP tool result with isError: true, say): the
+// peer gets the result, and the request is observed as failed with Type as its error.type.
+type ResultFailure struct{ Type string }
+
+func (f *ResultFailure) Error() string { return "the request's result says it failed: " + f.Type }
+
+type failureKey struct{}
+
+// ReportFailure tells the Observer, if there is one, that the request whose context ctx is
+// failed although its handler returns a result (errorType: the error.type to report, such as
+// MCP's "tool_error"). It does nothing without an Observer.
+func ReportFailure(ctx context.Context, errorType string) {
+	if f, ok := ctx.Value(failureKey{}).(*ResultFailure); ok {
+		f.Type = errorType
+	}
+}

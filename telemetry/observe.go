@@ -125,7 +125,10 @@ func errorType(err error) string {
 	if code, ok := jsonrpcCode(err); ok {
 		return strconv.FormatInt(code, 10)
 	}
+	var failed *runtime.ResultFailure
 	switch {
+	case errors.As(err, &failed):
+		return failed.Type // a result that says it failed: tool_error
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	case errors.Is(err, context.DeadlineExceeded):

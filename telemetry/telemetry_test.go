@@ -167,6 +167,9 @@ func TestSpansOfAServer(t *testing.T) {
 	mcp.AddTool(s, &mcp.Tool{Name: "broken"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 		return nil, jsonrpc.Errorf(-32603, "broken")
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "refuses"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		return mcp.ErrorResult("the tool says no"), nil
+	})
 	conn := s.Runtime(runtime.WithLogger(zap.NewNop()), tel.Option(telemetry.MCP)).Connect(context.Background())
 	call := func(frame string) {
 		if err := conn.Send(context.Background(), []byte(frame)); err != nil {
@@ -179,6 +182,7 @@ func TestSpansOfAServer(t *testing.T) {
 	call(`{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"echo","arguments":{"Text":"hi"},"_meta":{` + modernMeta +
 		`,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"}}}`)
 	call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"broken","_meta":{` + modernMeta + `}}}`)
+	call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"refuses","_meta":{` + modernMeta + `}}}`)
 	conn.Close()
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -212,6 +216,12 @@ func TestSpansOfAServer(t *testing.T) {
 	}
 	if broken.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("status %v, want error", broken.Status)
+	}
+	// A tool result with isError is a failed call: error.type tool_error (MCP semantic
+	// conventions), though the client gets the result.
+	refuses := r.span(t, "tools/call refuses")
+	if got := attrs(refuses); got["error.type"] != "tool_error" || refuses.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("a tool result with isError: %v, status %v; want error.type tool_error", got, refuses.Status)
 	}
 	if hex.EncodeToString(broken.TraceId) == callerTrace || len(broken.ParentSpanId) != 0 {
 		t.Error("a request without a trace context starts a trace of its own")
