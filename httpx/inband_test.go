@@ -82,3 +82,18 @@ func TestB2_ACancelledRequestsPOSTEndsAsARequestsDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestA13_AVersionlessNotificationIsAccepted: a notification with no session and no
+// version (the official Go SDK sends its 2026-07-28 notifications/cancelled so) is accepted
+// and ignored, 202: nothing is owed for it, and an error would reach that client as a failure
+// of its next call. A request so is still refused.
+func TestA13_AVersionlessNotificationIsAccepted(t *testing.T) {
+	f := newFixture(t, nil)
+	r := f.post(message(nil, "notifications/cancelled", map[string]any{"requestId": 4, "reason": "unsubscribed"}))
+	if r.status != http.StatusAccepted || len(r.body) != 0 {
+		t.Errorf("a notification with no session or version: %s, want 202 and no body", r)
+	}
+	if r := f.post(message(5, "tools/list", nil)); r.status != http.StatusBadRequest {
+		t.Errorf("a request with no session or version: %s, want 400", r)
+	}
+}

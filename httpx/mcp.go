@@ -271,6 +271,11 @@ func (h *MCPHandler) post(w http.ResponseWriter, r *http.Request, _ string, body
 		h.legacy(w, r, s, body, msg)
 	case msg.Method == "initialize" && !modernMeta:
 		h.initialize(w, r, body, msg)
+	case msg.Kind == jsonrpc.KindNotification:
+		// No session and no version: nothing to act on, and nothing owed. A 2026-07-28 client
+		// may send one so (the official Go SDK's notifications/cancelled carries neither), and
+		// an error here would reach it as a failure of its next call.
+		w.WriteHeader(http.StatusAccepted)
 	default:
 		writeJSONError(w, http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: no session; send initialize first, or send a 2026-07-28 request with its _meta and MCP-Protocol-Version"))
