@@ -21,19 +21,19 @@ func (c *Client) start(ctx context.Context) error {
 	switch {
 	case c.o.version == mcp.Version20260728:
 		c.modern, c.version = true, mcp.Version20260728
-		return c.discover(ctx)
+		return c.discoverOrRetry(ctx)
 	case c.o.version != "":
 		return c.initialize(ctx, c.o.version)
 	}
 	c.modern, c.version = true, mcp.Version20260728
-	err := c.discover(ctx)
+	err := c.discoverOrRetry(ctx)
+	var rpc *jsonrpc.Error
 	if err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) && isModernError(rpc.Code) {
 		if rpc.Code == mcp.CodeUnsupportedProtocolVersion {
 			return fmt.Errorf("mcp/client: the server speaks 2026-07-28's generation but none of its versions this client knows: %w", err)
@@ -46,6 +46,29 @@ func (c *Client) start(ctx context.Context) error {
 	c.modern, c.version = false, ""
 	return c.initialize(ctx, mcp.Version20251125)
 }
+
+// discoverOrRetry sends server/discover, and once more when a modern server refused the
+// first with -32022 but names 2026-07-28 among its versions: never a fall back to
+// initialize then (MCP 2026-07-28, Versioning).
+func (c *Client) discoverOrRetry(ctx context.Context) error {
+	err := c.discover(ctx)
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) && rpc.Code == mcp.CodeUnsupportedProtocolVersion && supports(rpc.Data, mcp.Version20260728) {
+		err = c.discover(ctx)
+	}
+	return err
+}
+
+// supports reports whether the data of a -32022 error lists version among supported.
+func supports(data any, version string) bool {
+	m, _ := data.(map[string]any)
+	list, _ := m["supported"].([]any)
+	return slices.Contains(list, any(version))
+}
+
+// errNotDiscover is a server/discover result that is no DiscoverResult: a legacy server
+// that answers every method with {}, say.
+var errNotDiscover = errors.New("mcp/client: the answer to server/discover is not a DiscoverResult")
 
 // isModernError reports whether code is one only a 2026-07-28 server sends.
 func isModernError(code int64) bool {
@@ -72,6 +95,9 @@ func (c *Client) discover(ctx context.Context) error {
 	}
 	if err := json.Unmarshal(res, &d); err != nil {
 		return fmt.Errorf("mcp/client: a server/discover result that does not decode: %w", err)
+	}
+	if len(d.SupportedVersions) == 0 {
+		return errNotDiscover
 	}
 	if !slices.Contains(d.SupportedVersions, mcp.Version20260728) {
 		return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion,
