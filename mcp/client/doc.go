@@ -15,7 +15,8 @@
 //   - HTTPTransport speaks Streamable HTTP to a URL: one POST per message, answered with
 //     JSON or an SSE stream, the session id of the initialize generation, and for
 //     2026-07-28 the mirrored headers MCP-Protocol-Version, Mcp-Method, Mcp-Name and
-//     Mcp-Param-* (MCP 2026-07-28, Transports › Streamable HTTP).
+//     Mcp-Param-* (MCP 2026-07-28, Transports › Streamable HTTP). Mcp-Param-* needs the
+//     tool's input schema: ListTools remembers it.
 //   - MemoryTransport talks to a runtime.Server in the same process, for tests.
 //
 // # Generations
@@ -43,6 +44,8 @@
 // ErrInputRequired; server-to-client requests other than ping are answered "method not
 // found"), subscriptions (subscriptions/listen and resources/subscribe), completions,
 // logging/setLevel, tasks, restarting a child that died, re-initializing after an HTTP
-// 404 for an ended session, Last-Event-ID resumption of an SSE stream, and the fallback
-// to the deprecated HTTP+SSE transport of 2024-11-05.
+// 404 for an ended session, the standalone GET stream of the initialize generation (a
+// POST's event stream that ends early is resumed with Last-Event-ID, though), the
+// x-mcp-header arguments of a tool that was not listed first, and the fallback to the
+// deprecated HTTP+SSE transport of 2024-11-05.
 package client

@@ -38,6 +38,7 @@ type HTTPError struct {
 	Body   string
 }
 
+// Error says the status and the body.
 func (e *HTTPError) Error() string {
 	return fmt.Sprintf("mcp/client: HTTP %d: %s", e.Status, strings.TrimSpace(e.Body))
 }
@@ -302,6 +303,9 @@ func (h *httpConn) close() error {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, h.t.URL, nil)
 		if err == nil {
+			for k, vs := range h.t.Header {
+				req.Header[k] = append([]string(nil), vs...)
+			}
 			req.Header.Set("Mcp-Session-Id", sid)
 			if resp, err := h.hc.Do(req); err == nil {
 				resp.Body.Close()
