@@ -113,6 +113,16 @@ func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
 type callOptions struct {
 	progress func(Progress)
 	notes    func(method string, params json.RawMessage)
+	logLevel string
+}
+
+// WithLogLevel asks a 2026-07-28 server for the call's log messages at level and above
+// (io.modelcontextprotocol/logLevel in the request's _meta, MCP 2026-07-28, Utilities ›
+// Logging); they reach WithNotifications as notifications/message. The initialize
+// generation sets a level for the whole session with logging/setLevel instead, which this
+// client does not send yet: there the option does nothing.
+func WithLogLevel(level string) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.logLevel = level })
 }
 
 // Progress is one notifications/progress of a call.
@@ -130,7 +140,10 @@ func WithProgress(fn func(Progress)) CallOption {
 }
 
 // WithNotifications gives fn the other notifications the server ties to the call
-// (notifications/message, for one), in order, on the connection's reading goroutine.
+// (notifications/message, for one), in order, on the connection's reading goroutine. Over
+// HTTP a call's notifications come on its own response stream; over stdio or in memory a
+// notification that names no request (a log message) can only be told apart when one call
+// is in flight, and is dropped otherwise.
 func WithNotifications(fn func(method string, params json.RawMessage)) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.notes = fn })
 }
@@ -157,6 +170,9 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 	meta := map[string]any{}
 	if c.modern {
 		c.addModernMeta(meta)
+		if co.logLevel != "" {
+			meta[mcp.MetaLogLevel] = co.logLevel
+		}
 	}
 	if co.progress != nil {
 		meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id

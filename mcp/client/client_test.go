@@ -2,12 +2,15 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +97,7 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"block", "echo", "fail", "image", "progress"}
+		want := []string{"block", "echo", "fail", "image", "log", "progress"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v (page size 2: three pages)", names, want)
@@ -305,3 +308,58 @@ func TestHTTPErrorWithoutJSONRPCBodyIsHTTPError(t *testing.T) {
 }
 
 var _ = exec.Command
+
+func TestConcurrentCallsEachGetTheirOwnAnswer(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 20)
+		for i := range 20 {
+			wg.Go(func() {
+				text := strings.Repeat("x", i)
+				res, err := c.CallTool(context.Background(), "echo", map[string]any{"text": text})
+				switch {
+				case err != nil:
+					errs <- err
+				case res.Content[0].(*mcp.TextContent).Text != text:
+					errs <- fmt.Errorf("call %d got %q", i, res.Content[0].(*mcp.TextContent).Text)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+// MCP 2026-07-28, Utilities › Logging: a request that names a level gets the messages at
+// or above it, tied to the call.
+func TestA10_LogLevelBringsTheCallsMessages(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		if !c.Modern() {
+			t.Skip("the initialize generation sets the level with logging/setLevel, not sent yet")
+		}
+		var mu sync.Mutex
+		var got []string
+		_, err := c.CallTool(context.Background(), "log", map[string]any{}, client.WithLogLevel("info"),
+			client.WithNotifications(func(method string, params json.RawMessage) {
+				var m struct {
+					Level string `json:"level"`
+					Data  string `json:"data"`
+				}
+				json.Unmarshal(params, &m)
+				mu.Lock()
+				got = append(got, method+" "+m.Level+" "+m.Data)
+				mu.Unlock()
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 || got[0] != "notifications/message warning wanted" {
+			t.Fatalf("notifications %q", got)
+		}
+	})
+}

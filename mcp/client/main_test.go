@@ -102,6 +102,12 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult("done"), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Log twice, then finish."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			req.Log("debug", "fixture", "not wanted at info")
+			req.Log("warning", "fixture", "wanted")
+			return mcp.TextResult("logged"), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 			<-ctx.Done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/relayrt/relay/jsonrpc"
 )
@@ -89,8 +90,11 @@ func (s *stream) call(ctx context.Context, r *outgoing) (json.RawMessage, error)
 		// MCP 2026-07-28, Transports › stdio › Cancellation (and the initialize generation's
 		// notifications/cancelled): tell the server, and ignore a late answer.
 		s.tell(routeMsg{id: string(r.id)})
-		s.send(context.Background(), jsonrpc.AppendNotification(nil, "notifications/cancelled",
+		// Bounded: a peer that stopped reading its input must not hold the caller.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		s.send(cctx, jsonrpc.AppendNotification(nil, "notifications/cancelled",
 			cancelParams(r.id, "the caller went away")))
+		cancel()
 		return nil, ctx.Err()
 	}
 }
