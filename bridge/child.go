@@ -18,8 +18,7 @@ import (
 
 // childConn is the bridge's client of one supervised child: the supervisor's proxy core
 // (supervise.ServeFrames: replay, poison detection, a legacy initialize replayed on a
-// restart, the stop sequence) with an actor in front that, unlike supervise.Client, hands on
-// everything the child says:
+// restart, the stop sequence) with an actor in front that hands on everything the child says:
 //
 //   - a response goes to the call that waits for it;
 //   - progress goes to the call whose token it names, a listen's notifications to the listen
@@ -171,8 +170,8 @@ func (c *childConn) notify(method string, params json.RawMessage) {
 	}
 }
 
-// call sends a request to the child and waits for its answer, as supervise.Client.Call does;
-// ask, when not nil, puts the child's own requests to the client while the call is in flight.
+// call sends a request to the child and waits for its answer (an id and a progress token of
+// its own, the child cancelled when ctx ends); ask, when not nil, puts the child's own requests to the client while the call is in flight.
 func (c *childConn) call(ctx context.Context, ask asker, method string, params json.RawMessage,
 	notify func(method string, params json.RawMessage)) (json.RawMessage, *jsonrpc.Error, error) {
 	if method != "subscriptions/listen" { // a stream held open is no work in progress

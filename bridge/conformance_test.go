@@ -34,21 +34,16 @@ func TestB3_OfficialConformanceSuiteThroughTheBridge(t *testing.T) {
 // interop/conformance) through `relay bridge --pool 2 -- examples/everything`, once per
 // requirement set: --requirements 2025-11-25 (an initialize-generation client in front of
 // 2026-07-28 children) and --requirements 2026-07-28 (forwarded as is). Every scenario a
-// revision scores must pass, but for the one gap examples/everything has itself.
+// revision scores must pass.
 func TestRequirementsThroughTheBridge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	suite := conformance.Prepare(ctx, t)
 	relay := startRelay(t, []string{"--pool", "2"}, everythingBin(t))
 	waitChildren(t, relay.pid(), 2, 30*time.Second)
-	known := map[string][]conformance.KnownGap{"2026-07-28": {{
-		Scenario: "input-required-result-basic-elicitation", Check: "sep-2322-elicitation-incomplete",
-		Says: `inputRequests missing expected key "user_name"`,
-		Why:  "examples/everything's own gap: the mcp package names a handler's questions itself",
-	}}}
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
-			suite.RunRequirements(ctx, t, relay.url, rev, "relay bridge --pool 2 -- examples/everything", known[rev]...)
+			suite.RunRequirements(ctx, t, relay.url, rev, "relay bridge --pool 2 -- examples/everything")
 		})
 	}
 }

@@ -11,7 +11,8 @@
 //     exponential backoff with jitter between a minimum and a maximum, reset after a stable
 //     uptime, and an intensity limit (N restarts within a window, then give up). Time comes
 //     from an injectable Clock, so the logic is tested without sleeping.
-//   - Proxy and Client put a Supervisor between a host and the child.
+//   - Proxy puts a Supervisor between a host on stdio and the child; ServeFrames is its core,
+//     on channels of frames, for a host of another kind (relay bridge's HTTP sessions).
 //
 // # The supervisor's own death
 //

@@ -186,6 +186,20 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 	return err
 }
 
+// ServeFrames runs the proxy's core (the one Proxy stands on: id mapping, replay, poison
+// detection, the handshake replayed on every new child, the drain and the stop sequence)
+// between a host given as channels of frames and the children sup runs. It reads fromHost
+// until it is closed (the host's input has ended; a nil frame stands for a line of the
+// host's that was too long, and is answered so), sends the frames for the host on toHost,
+// which the caller owns and closes once ServeFrames returns, and returns as Proxy does.
+//
+// The caller sees every frame the child sends: notifications that belong to no request, and
+// the child's own requests to its client (their ids renamed by the core; the caller answers
+// them on fromHost with the same ids). relay bridge serves its HTTP sessions so.
+func ServeFrames(ctx context.Context, sup *Supervisor, fromHost <-chan []byte, toHost chan<- []byte, opts *ProxyOptions) error {
+	return serveFrames(ctx, sup, fromHost, toHost, opts.withDefaults())
+}
+
 // withDefaults returns the options with their zero fields set to the defaults.
 func (opts *ProxyOptions) withDefaults() ProxyOptions {
 	var o ProxyOptions
@@ -217,8 +231,7 @@ func (opts *ProxyOptions) withDefaults() ProxyOptions {
 // (closed: the host's input has ended) and sends the frames for the host on toHost, which
 // its caller owns and closes after it returns. A nil frame stands for a line of the host's
 // that was over stdio.DefaultMaxFrame and discarded: it is answered with the protocol's
-// error. Proxy puts Relay's stdio reader and writer actors around it; Client feeds it
-// directly.
+// error. Proxy puts Relay's stdio reader and writer actors around it; ServeFrames is it.
 func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte, toHost chan<- []byte, o ProxyOptions) error {
 	supErr := make(chan error, 1)
 	// The supervisor ends when the proxy says, not with ctx: the requests in flight are
