@@ -363,3 +363,29 @@ func TestA10_LogLevelBringsTheCallsMessages(t *testing.T) {
 		}
 	})
 }
+
+// MCP 2026-07-28, Transports › stdio › Unexpected termination: calls in flight are lost.
+// The client fails them, and every later call, with ErrClosed (it does not restart the
+// child yet).
+func TestD_ChildThatDiesFailsCallsWithErrClosed(t *testing.T) {
+	tr := selfChild(t, "fixture")
+	ctx := context.Background()
+	c, err := client.Connect(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, "block", map[string]any{})
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the call start (either order passes)
+	tr.Command.Process.Kill()
+	if err := <-done; !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("call in flight: %v", err)
+	}
+	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"}); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("call after the death: %v", err)
+	}
+}
