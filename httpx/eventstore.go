@@ -33,11 +33,13 @@ type MemoryEventStore struct {
 	maxAge              time.Duration
 	now                 func() time.Time
 
-	mu      sync.Mutex
-	streams map[streamKey]*memStream
-	fifo    []*memEvent // every event kept, oldest first; fifo[head:] are live
-	head    int
-	bytes   int
+	mu       sync.Mutex
+	streams  map[streamKey]*memStream
+	sessions map[string]map[string]bool // each session's streams with events kept, for Forget
+	fifo     []*memEvent                // the events, oldest first, from head on; forgotten ones wait to be popped
+	head     int
+	events   int // events kept, forgotten ones apart
+	bytes    int // and their bytes
 }
 
 type streamKey struct{ session, stream string }
@@ -73,7 +75,7 @@ func NewMemoryEventStore(maxEvents, maxBytes int, maxAge time.Duration) *MemoryE
 		maxAge = DefaultEventStoreAge
 	}
 	return &MemoryEventStore{maxEvents: maxEvents, maxBytes: maxBytes, maxAge: maxAge, now: time.Now,
-		streams: map[streamKey]*memStream{}}
+		streams: map[streamKey]*memStream{}, sessions: map[string]map[string]bool{}}
 }
 
 // Append implements EventStore. The frame is kept as it is: the caller must not change it.
@@ -85,13 +87,19 @@ func (m *MemoryEventStore) Append(_ context.Context, session, stream string, seq
 	if st == nil {
 		st = &memStream{}
 		m.streams[k] = st
+		if m.sessions[session] == nil {
+			m.sessions[session] = map[string]bool{}
+		}
+		m.sessions[session][stream] = true
 	}
 	if n := len(st.events); n > 0 && st.events[n-1].seq+1 != seq {
-		st.events = nil // a gap: what came before can no longer be replayed whole
+		m.drop(st.events) // a gap: what came before can no longer be replayed whole
+		st.events = nil
 	}
 	e := &memEvent{key: k, seq: seq, frame: frame, at: m.now()}
 	st.events = append(st.events, e)
 	m.fifo = append(m.fifo, e)
+	m.events++
 	m.bytes += len(frame)
 	m.trim()
 	return nil
@@ -119,17 +127,27 @@ func (m *MemoryEventStore) After(_ context.Context, session, stream string, seq 
 func (m *MemoryEventStore) Forget(_ context.Context, session string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k, st := range m.streams {
-		if k.session != session {
-			continue
+	for stream := range m.sessions[session] {
+		k := streamKey{session, stream}
+		if st := m.streams[k]; st != nil {
+			m.drop(st.events)
+			delete(m.streams, k)
 		}
-		for _, e := range st.events {
-			e.gone = true
-		}
-		delete(m.streams, k)
 	}
+	delete(m.sessions, session)
 	m.trim()
 	return nil
+}
+
+// drop stops counting events that are let go before their turn in fifo.
+func (m *MemoryEventStore) drop(events []*memEvent) {
+	for _, e := range events {
+		if !e.gone {
+			e.gone = true
+			m.events--
+			m.bytes -= len(e.frame)
+		}
+	}
 }
 
 // trim lets the oldest events go until every bound holds.
@@ -137,20 +155,25 @@ func (m *MemoryEventStore) trim() {
 	cutoff := m.now().Add(-m.maxAge)
 	for m.head < len(m.fifo) {
 		e := m.fifo[m.head]
-		if !e.gone && len(m.fifo)-m.head <= m.maxEvents && m.bytes <= m.maxBytes && e.at.After(cutoff) {
+		if !e.gone && m.events <= m.maxEvents && m.bytes <= m.maxBytes && e.at.After(cutoff) {
 			break
 		}
 		m.fifo[m.head] = nil
 		m.head++
-		m.bytes -= len(e.frame)
 		if e.gone {
-			continue
+			continue // counted out already
 		}
+		e.gone = true
+		m.events--
+		m.bytes -= len(e.frame)
 		if st := m.streams[e.key]; st != nil && len(st.events) > 0 && st.events[0] == e {
 			st.events[0] = nil
 			st.events = st.events[1:]
 			if len(st.events) == 0 {
 				delete(m.streams, e.key)
+				if delete(m.sessions[e.key.session], e.key.stream); len(m.sessions[e.key.session]) == 0 {
+					delete(m.sessions, e.key.session)
+				}
 			}
 		}
 	}

@@ -529,7 +529,7 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 		return
 	}
 	for _, o := range replay {
-		if sse.eventWithID(h.capAnswer(o.Frame, false), o.Event) != nil {
+		if frame := h.capAnswer(o.Frame, o.Final); frame != nil && sse.eventWithID(frame, o.Event) != nil {
 			return
 		}
 	}
@@ -551,11 +551,12 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 				return
 			}
 			s.touch()
-			frame := h.capAnswer(o.Frame, o.Final)
+			final := o.Final && o.Request != nil // a frame of the session's own is never an answer
+			frame := h.capAnswer(o.Frame, final)
 			if frame != nil && sse.eventWithID(frame, o.Event) != nil {
 				return
 			}
-			if o.Final {
+			if final {
 				return // a resumed request's stream ends with its answer
 			}
 		}

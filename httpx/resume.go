@@ -60,38 +60,51 @@ func (k *keptStreams) request(key string, o runtime.Outbound) runtime.Outbound {
 	}
 	st := k.live[key]
 	if st == nil && k.sse[key] && !o.Final {
-		k.next++
-		st = &keptStream{name: "p" + strconv.Itoa(k.next)}
-		k.live[key], k.names[st.name] = st, key
-		delete(k.sse, key)
+		k.begin(key)
+		st = k.live[key]
 	}
 	if st != nil {
 		o = k.keep(st, o)
 	}
 	if o.Final {
-		delete(k.sse, key)
-		if st != nil {
-			delete(k.live, key)
-			delete(k.names, st.name)
-		}
+		k.end(key)
 	}
 	return o
 }
 
-// start starts request key's stream before any frame of it, if its POST takes one, and
-// returns the id to prime it with ("" when nothing is kept for it).
+// start starts request key's stream, if its POST takes one and it has not started, and
+// returns the id to prime the POST with: the stream's very start, since the POST has written
+// nothing yet (frames already routed to it may still be on their way, and are kept: resumed
+// from the start, the client misses none). "" when nothing is kept for it.
 func (k *keptStreams) start(key string) string {
 	if st := k.live[key]; st != nil {
-		return eventID(st.name, st.seq)
+		return eventID(st.name, 0)
 	}
 	if !k.sse[key] {
 		return ""
 	}
+	k.begin(key)
+	return eventID(k.live[key].name, 0)
+}
+
+// begin starts request key's stream.
+func (k *keptStreams) begin(key string) {
 	k.next++
 	st := &keptStream{name: "p" + strconv.Itoa(k.next)}
 	k.live[key], k.names[st.name] = st, key
 	delete(k.sse, key)
-	return eventID(st.name, 0)
+	k.s.resumable.Store(int32(len(k.live)))
+}
+
+// end forgets that request key runs: it was answered, or ended with no answer (cancelled).
+// What its stream sent stays in the store, for a client that resumes it late.
+func (k *keptStreams) end(key string) {
+	delete(k.sse, key)
+	if st := k.live[key]; st != nil {
+		delete(k.live, key)
+		delete(k.names, st.name)
+		k.s.resumable.Store(int32(len(k.live)))
+	}
 }
 
 // session numbers and keeps o, a frame of the session's own (for the GET stream), once a GET
@@ -150,6 +163,9 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 	r := resumed{ok: true, live: st != nil}
 	for i, f := range frames {
 		r.events = append(r.events, runtime.Outbound{Frame: f, Event: eventID(stream, seq+1+uint64(i))})
+	}
+	if st == nil && stream != "g" { // an ended request's stream: its last event is the answer
+		r.events[len(r.events)-1].Final = true
 	}
 	return r, key
 }

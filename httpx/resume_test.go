@@ -123,7 +123,8 @@ func TestB2_AStreamResumedMidRequestGoesOnLive(t *testing.T) {
 // request's stream that has gone on that long without its answer (SSE polling); the client
 // comes back with Last-Event-ID and gets the answer.
 func TestB2_PollAfterClosesTheStreamAndTheClientResumes(t *testing.T) {
-	f := newFixture(t, &httpx.MCPOptions{PollAfter: 50 * time.Millisecond})
+	// Long enough that the handler's progress reaches the POST first, even on a loaded machine.
+	f := newFixture(t, &httpx.MCPOptions{PollAfter: 500 * time.Millisecond})
 	sid := f.initialize(t, `{}`)
 	sse, resp := openStream(t, f, sid, context.Background())
 	defer resp.Body.Close()
@@ -230,6 +231,18 @@ func TestMemoryEventStoreBounds(t *testing.T) {
 	if _, ok, _ := b.After(ctx, "s", "p1", 3); ok {
 		t.Error("a forgotten session's stream is still resumable")
 	}
+	// A forgotten session's events no longer count against the bounds, even while older
+	// events of others are kept.
+	f := httpx.NewMemoryEventStore(3, 1<<20, time.Hour)
+	f.Append(ctx, "live", "p1", 1, []byte("1"))
+	f.Append(ctx, "gone", "p1", 1, []byte("a"))
+	f.Append(ctx, "gone", "p1", 2, []byte("b"))
+	f.Forget(ctx, "gone")
+	f.Append(ctx, "live", "p1", 2, []byte("2"))
+	f.Append(ctx, "live", "p1", 3, []byte("3"))
+	if frames, ok, _ := f.After(ctx, "live", "p1", 0); !ok || len(frames) != 3 {
+		t.Errorf("after a Forget: After 0 = %q %v, want the live session's three events", frames, ok)
+	}
 	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 	a := httpx.NewMemoryEventStore(100, 1<<20, time.Minute)
 	httpx.SetEventStoreClock(a, func() time.Time { return now })
@@ -277,5 +290,49 @@ func TestB2_PollAfterOpensAStreamForAQuietRequest(t *testing.T) {
 	defer resp2.Body.Close()
 	if m := again.nextMsg(t); string(m.ID) != "31" || m.text(t) != "released Q" {
 		t.Fatalf("resumed: %+v, want the answer to 31", m)
+	}
+}
+
+// TestB2_ACancelledRequestLeavesNothingBehind: once a legacy client cancels a request, the
+// session is done with it: its id may be used again (before, it stayed "in flight" for the
+// session's life, and so did the session's record of it).
+func TestB2_ACancelledRequestLeavesNothingBehind(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.initialize(t, `{}`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := f.request(ctx, http.MethodPost, message(11, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "C"}}),
+		"Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion)
+	done := f.doAsync(req)
+	await(t, f.tk.started, "the handler to start")
+	if r := f.legacyPost(sid, message(nil, "notifications/cancelled", map[string]any{"requestId": 11})); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %s", r)
+	}
+	await(t, f.tk.cancelled, "the handler to see the cancel")
+	await(t, done, "the cancelled POST to end")
+	r := f.legacyPost(sid, message(11, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "again"}}))
+	if m := r.rpc(t); m.Error != nil || m.text(t) != "again" {
+		t.Fatalf("id 11 used again after its request was cancelled: %s", r)
+	}
+}
+
+// TestB2_ASessionWhoseStreamWasPolledIsWorking: a request whose stream PollAfter closed still
+// runs, and its client will resume it; the session is at work, not idle: a newcomer that needs
+// its place is refused rather than given it.
+func TestB2_ASessionWhoseStreamWasPolledIsWorking(t *testing.T) {
+	f := newFixture(t, &httpx.MCPOptions{PollAfter: 50 * time.Millisecond, MaxSessions: 1})
+	sid := f.initialize(t, `{}`)
+	r := f.legacyPost(sid, message(41, "tools/call", map[string]any{"name": "block", "arguments": map[string]any{"key": "W"}}))
+	if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("the polled POST: %s", r)
+	}
+	await(t, f.tk.started, "the handler to start")
+	body := []byte(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + legacyVersion +
+		`","capabilities":{},"clientInfo":{"name":"newcomer","version":"1"}}}`)
+	if r := f.post(body); r.status != http.StatusServiceUnavailable {
+		t.Errorf("a newcomer while the only session works on a polled request: %s, want 503", r)
+	}
+	if got := f.ping(t, sid); got != http.StatusOK {
+		t.Errorf("the working session answers %d, want 200: it was evicted", got)
 	}
 }

@@ -35,6 +35,10 @@ type session struct {
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	active   atomic.Int32 // POSTs in progress
+	// resumable counts the client's requests running whose event streams it may resume
+	// (Last-Event-ID): a client whose stream broke, or that PollAfter closed, is coming back
+	// for them, so the session is at work even with no POST open.
+	resumable atomic.Int32
 	// waitingSince is when the oldest request of the server's to the client that is still
 	// unanswered was sent (unix nanoseconds; 0: none): how long the session has waited on
 	// its client.
@@ -280,6 +284,11 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					delete(waiters, m.key)
 					close(w.out) // its POST, if still waiting, ends with nothing more to say
 				}
+				// A cancelled request is owed nothing more: it is done here too (its id may be
+				// used again, and nothing of it stays in the tables).
+				delete(running, m.key)
+				forgetCalls(m.key)
+				kept.end(m.key)
 			}
 		case <-quit:
 			quit = nil
@@ -555,7 +564,7 @@ func (h *sessionHost) pick(client string, own bool) *session {
 // used when idle, or since its oldest unanswered request to the client when busy; false when
 // it is working.
 func (s *session) waitingOnClient() (int64, bool) {
-	if s.active.Load() == 0 {
+	if s.active.Load() == 0 && s.resumable.Load() == 0 {
 		return s.lastUsed.Load(), true
 	}
 	if since := s.waitingSince.Load(); since != 0 {
@@ -601,7 +610,7 @@ func (h *sessionHost) expire(idle time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id, s := range h.byID {
-		if s.active.Load() == 0 && s.lastUsed.Load() < cutoff {
+		if s.active.Load() == 0 && s.resumable.Load() == 0 && s.lastUsed.Load() < cutoff {
 			h.removeLocked(id)
 			s.close()
 		}
