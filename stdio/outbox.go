@@ -67,6 +67,19 @@ func (o *Outbox) Close() {
 	}
 }
 
+// Abort ends the outbox and drops what is queued: its reader is gone (a child that exited),
+// and writing to it would only fail. The writer returns without writing more.
+func (o *Outbox) Abort() {
+	o.mu.Lock()
+	o.closed = true
+	o.queue = nil
+	o.mu.Unlock()
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
 // take hands the writer everything queued, and whether the outbox is closed.
 func (o *Outbox) take() ([][]byte, bool) {
 	o.mu.Lock()

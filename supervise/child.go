@@ -181,7 +181,7 @@ func StartChild(cmd Command, opts *ChildOptions) (*Child, error) {
 		<-errDone
 		ch.exit = exit
 		close(ch.done)
-		ch.out.Close() // the writer actor ends
+		ch.out.Abort() // the writer actor ends; what the child did not take is not written to a closed pipe
 	}()
 	return ch, nil
 }

@@ -171,7 +171,14 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 		}
 	}()
 	if _, ok := hostIn.(io.Closer); ok { // closed when reading stops: the reader ends, and is waited for
-		defer func() { <-read }()
+		defer func() {
+			select {
+			case <-read:
+			case <-time.After(time.Second):
+				// A terminal is not interrupted by Close: its read ends with the next line, or
+				// never. Proxy does not wait for that; the reader ends with the process.
+			}
+		}()
 	}
 	toHost := make(chan []byte, 256)
 	wrote := make(chan struct{})
@@ -330,7 +337,14 @@ func (p *proxy) stopAll() {
 	p.queue, p.suspects, p.suspectID = nil, nil, ""
 	n := 0
 	for id, r := range p.pend {
-		if r.internal || r.listen {
+		switch {
+		case r.internal:
+			continue
+		case r.listen: // a stream, not owed an answer: it ends with the proxy
+			if r.call != nil {
+				r.call.Ended(nil, false)
+				r.call = nil
+			}
 			continue
 		}
 		n++
