@@ -90,8 +90,8 @@ func (t *CommandTransport) dial(ctx context.Context) (conn, error) {
 	}()
 	s.stop = func() error {
 		// MCP 2026-07-28, Transports › stdio › Shutdown: close stdin, wait, SIGTERM, wait,
-		// SIGKILL.
-		<-writerDone
+		// SIGKILL. The writer closes stdin once it has written what was queued; a child that
+		// stopped reading keeps it blocked, and gets the signals all the same.
 		var forced error
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
@@ -112,6 +112,8 @@ func (t *CommandTransport) dial(ctx context.Context) (conn, error) {
 		stopReading() // a grandchild may hold stdout open: stop reading it anyway
 		<-readerDone
 		cmd.Wait()
+		stdin.Close() // the child is gone: a write still blocked on its stdin ends (a grandchild may hold the pipe)
+		<-writerDone
 		return forced
 	}
 	return s, nil

@@ -14,9 +14,10 @@ import (
 // which owns the table of calls in flight; the writer, which takes frames from out. Callers
 // only send messages to them.
 type stream struct {
-	out     chan []byte  // to the writer actor; closed by close
-	outMu   sync.RWMutex // held to send on out, and taken alone to close it
-	outShut bool         // out is closed
+	out     chan []byte   // to the writer actor; closed by close
+	outMu   sync.RWMutex  // held to send on out, and taken alone to close it
+	outShut bool          // out is closed
+	closing chan struct{} // closed first by close: senders waiting for room give up, so close can take outMu
 	mailbox chan routeMsg
 	gone    chan struct{} // closed by the router when the reader has ended
 	once    sync.Once
@@ -44,7 +45,7 @@ type streamReply struct {
 // sets stop before the stream is used.
 func newStream(frames <-chan []byte) *stream {
 	s := &stream{out: make(chan []byte, 64), mailbox: make(chan routeMsg),
-		gone: make(chan struct{}), done: make(chan struct{})}
+		closing: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{})}
 	go s.route(frames)
 	return s
 }
@@ -58,6 +59,8 @@ func (s *stream) send(ctx context.Context, frame []byte) error {
 	select {
 	case s.out <- frame:
 		return nil
+	case <-s.closing:
+		return ErrClosed
 	case <-s.gone:
 		return ErrClosed
 	case <-ctx.Done():
@@ -106,6 +109,7 @@ func (s *stream) notify(ctx context.Context, r *outgoing) error {
 func (s *stream) close() error {
 	var err error
 	s.once.Do(func() {
+		close(s.closing) // a sender blocked on a full out (a peer that stopped reading) lets go of outMu
 		s.outMu.Lock()
 		s.outShut = true
 		close(s.out)
