@@ -186,15 +186,20 @@ func TestA14_EverythingCallTools(t *testing.T) {
 		}
 	})
 	t.Run("json_schema_2020_12_tool", func(t *testing.T) {
+		// The schema asks for a phone or an email (SEP-2106's allOf/anyOf and if/then/else).
 		res := call(t, "json_schema_2020_12_tool", map[string]any{
-			"name": "Ada", "address": map[string]any{"street": "1 Main St", "city": "Springfield"}})
+			"name": "Ada", "email": "ada@example.com", "address": map[string]any{"street": "1 Main St", "city": "Springfield"}})
 		if res.IsError || !strings.Contains(textOf(t, res.Content), "Springfield") {
-			t.Errorf("valid arguments: %+v", res.Content)
+			t.Errorf("valid arguments: %s", textOf(t, res.Content))
 		}
 		// additionalProperties:false is enforced, as a tool error the model can see (A11).
-		res = call(t, "json_schema_2020_12_tool", map[string]any{"name": "Ada", "extra": 1})
+		res = call(t, "json_schema_2020_12_tool", map[string]any{"name": "Ada", "email": "ada@example.com", "extra": 1})
 		if !res.IsError {
-			t.Errorf("an argument outside additionalProperties:false was accepted: %+v", res.Content)
+			t.Errorf("an argument outside additionalProperties:false was accepted: %s", textOf(t, res.Content))
+		}
+		// Neither a phone nor an email: anyOf is enforced too.
+		if res = call(t, "json_schema_2020_12_tool", map[string]any{"name": "Ada"}); !res.IsError {
+			t.Errorf("arguments with neither a phone nor an email were accepted: %s", textOf(t, res.Content))
 		}
 	})
 }
