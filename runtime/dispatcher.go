@@ -678,14 +678,17 @@ func (d *dispatcher) event(ev event) {
 	case evPeer:
 		d.write(ev.frame)
 	case evRun:
-		ev.run(func(method string, params any) error {
+		notify := func(method string, params any) error {
 			raw, err := marshalParams(params)
 			if err != nil {
 				return err
 			}
 			d.write(jsonrpc.AppendNotification(nil, method, raw))
 			return nil
-		})
+		}
+		if err := actors.Recover(func() error { ev.run(notify); return nil }); err != nil {
+			d.log.Error("a session's work run on the dispatcher (Peer.Run) panicked; the connection goes on", zap.Error(err))
+		}
 	case evNotify:
 		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more

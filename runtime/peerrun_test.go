@@ -42,3 +42,20 @@ func TestPeerRunRunsWhereTheSessionRuns(t *testing.T) {
 		t.Errorf("Run's notification: %s", mustJSON(m))
 	}
 }
+
+// A panic in Peer.Run's function is the function's alone: the connection goes on serving.
+func TestPeerRunPanicDoesNotStopTheConnection(t *testing.T) {
+	peers := make(chan *runtime.Peer, 1)
+	p := profile(nil, false)
+	p.NewSession = func(peer *runtime.Peer) runtime.Session { peers <- peer; return &countingSession{} }
+	c := dial(t, p)
+	c.send(req(1, "sync"))
+	c.next()
+	if err := (<-peers).Run(func(func(string, any) error) { panic("a bug in the session's work") }); err != nil {
+		t.Fatal(err)
+	}
+	c.send(req(2, "sync"))
+	if m := c.next(); string(m["id"]) != "2" {
+		t.Fatalf("after the panic: %s", mustJSON(m))
+	}
+}

@@ -111,7 +111,8 @@ func (p *Peer) Notify(method string, params any) error {
 // that a goroutine of the session's (one that forwards server-wide changes, say) can read and
 // change the session's state without a lock. notify, valid only while fn runs, sends a
 // notification tied to no request. fn must return quickly and must not call the Peer's other
-// methods. Run returns once fn is queued, or ErrConnectionClosed.
+// methods; a panic in it is logged and the connection goes on. Run returns once fn is queued,
+// or ErrConnectionClosed; fn does not run if the connection stops before its turn.
 func (p *Peer) Run(fn func(notify func(method string, params any) error)) error {
 	return p.d.send(event{kind: evRun, run: fn})
 }

@@ -202,7 +202,8 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 //
 // The caller sees every frame the child sends: notifications that belong to no request, and
 // the child's own requests to its client (their ids renamed by the core; the caller answers
-// them on fromHost with the same ids). relay bridge serves its HTTP sessions so.
+// them on fromHost with the same ids). relay bridge serves its HTTP sessions so. The core
+// waits for room on toHost: drain it independently of feeding fromHost.
 func ServeFrames(ctx context.Context, sup *Supervisor, fromHost <-chan []byte, toHost chan<- []byte, opts *ProxyOptions) error {
 	return serveFrames(ctx, sup, fromHost, toHost, opts.withDefaults())
 }
