@@ -22,7 +22,15 @@ type keptStreams struct {
 	names map[string]string      // a live request stream's name → its request key
 	next  int
 	get   *keptStream // the GET stream, once one was opened
+	// cancelled names the latest request streams whose requests were cancelled: owed no
+	// answer, a resumption of one has nothing to wait for (the official TypeScript client
+	// resumes a stream it cancelled). Bounded: the oldest names go first.
+	cancelled     map[string]bool
+	cancelledList []string
 }
+
+// keptCancelled bounds keptStreams.cancelled.
+const keptCancelled = 256
 
 type keptStream struct {
 	name string
@@ -30,7 +38,8 @@ type keptStream struct {
 }
 
 func newKeptStreams(s *session) *keptStreams {
-	return &keptStreams{s: s, sse: map[string]bool{}, live: map[string]*keptStream{}, names: map[string]string{}}
+	return &keptStreams{s: s, sse: map[string]bool{}, live: map[string]*keptStream{}, names: map[string]string{},
+		cancelled: map[string]bool{}}
 }
 
 // eventID names event seq of stream.
@@ -67,7 +76,7 @@ func (k *keptStreams) request(key string, o runtime.Outbound) runtime.Outbound {
 		o = k.keep(st, o)
 	}
 	if o.Final {
-		k.end(key)
+		k.end(key, false)
 	}
 	return o
 }
@@ -96,14 +105,24 @@ func (k *keptStreams) begin(key string) {
 	k.s.resumable.Store(int32(len(k.live)))
 }
 
-// end forgets that request key runs: it was answered, or ended with no answer (cancelled).
+// end forgets that request key runs: it was answered, or (cancelled) ended with no answer.
 // What its stream sent stays in the store, for a client that resumes it late.
-func (k *keptStreams) end(key string) {
+func (k *keptStreams) end(key string, cancelled bool) {
 	delete(k.sse, key)
-	if st := k.live[key]; st != nil {
-		delete(k.live, key)
-		delete(k.names, st.name)
-		k.s.resumable.Store(int32(len(k.live)))
+	st := k.live[key]
+	if st == nil {
+		return
+	}
+	delete(k.live, key)
+	delete(k.names, st.name)
+	k.s.resumable.Store(int32(len(k.live)))
+	if cancelled {
+		if len(k.cancelledList) == keptCancelled {
+			delete(k.cancelled, k.cancelledList[0])
+			k.cancelledList = k.cancelledList[1:]
+		}
+		k.cancelled[st.name] = true
+		k.cancelledList = append(k.cancelledList, st.name)
 	}
 }
 
@@ -157,14 +176,17 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 		return resumed{}, ""
 	}
 	frames, ok, err := k.s.store.After(context.Background(), k.s.id, stream, seq)
-	if err != nil || !ok || (st == nil && len(frames) == 0) {
-		return resumed{}, "" // not kept, or an ended stream whose answer is no longer kept
+	switch {
+	case k.cancelled[stream] && (err != nil || !ok):
+		return resumed{ok: true}, "" // cancelled, and what it sent is gone: nothing is owed
+	case err != nil || !ok:
+		return resumed{}, "" // not kept (never, or no longer): the client sends its request again
 	}
 	r := resumed{ok: true, live: st != nil}
 	for i, f := range frames {
 		r.events = append(r.events, runtime.Outbound{Frame: f, Event: eventID(stream, seq+1+uint64(i))})
 	}
-	if st == nil && stream != "g" { // an ended request's stream: its last event is the answer
+	if st == nil && len(r.events) > 0 && !k.cancelled[stream] { // an answered stream: its last event is the answer
 		r.events[len(r.events)-1].Final = true
 	}
 	return r, key

@@ -336,3 +336,34 @@ func TestB2_ASessionWhoseStreamWasPolledIsWorking(t *testing.T) {
 		t.Errorf("the working session answers %d, want 200: it was evicted", got)
 	}
 }
+
+// TestB2_ACancelledRequestsStreamResumesWithoutError: a client may resume the stream of a
+// request it has cancelled (the official TypeScript client does, when the stream was polled
+// shut before its cancel). Nothing is owed, and the GET is not an error: it becomes the
+// session's stream.
+func TestB2_ACancelledRequestsStreamResumesWithoutError(t *testing.T) {
+	f := newFixture(t, &httpx.MCPOptions{PollAfter: 50 * time.Millisecond})
+	sid := f.initialize(t, `{}`)
+	req := f.request(context.Background(), http.MethodPost, message(51, "tools/call", map[string]any{"name": "block",
+		"arguments": map[string]any{"key": "X"}}), "Mcp-Session-Id", sid, "MCP-Protocol-Version", legacyVersion)
+	resp, err := f.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sse := &sseReader{r: bufio.NewReader(resp.Body)}
+	sse.next() // the polled stream: its priming event, then its end
+	resp.Body.Close()
+	if sse.lastID == "" {
+		t.Fatalf("the polled POST was not primed (%q)", resp.Header.Get("Content-Type"))
+	}
+	await(t, f.tk.started, "the handler to start")
+	if r := f.legacyPost(sid, message(nil, "notifications/cancelled", map[string]any{"requestId": 51})); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %s", r)
+	}
+	await(t, f.tk.cancelled, "the handler to see the cancel")
+	again, r, resp2 := resumeGET(t, f, sid, sse.lastID)
+	if again == nil {
+		t.Fatalf("GET with the cancelled request's Last-Event-ID %s: %s, want the session's stream", sse.lastID, r)
+	}
+	resp2.Body.Close()
+}

@@ -288,7 +288,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				// used again, and nothing of it stays in the tables).
 				delete(running, m.key)
 				forgetCalls(m.key)
-				kept.end(m.key)
+				kept.end(m.key, true)
 			}
 		case <-quit:
 			quit = nil
