@@ -3,8 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -34,7 +32,7 @@ func (b *Bridge) learnHeaders(ctx context.Context, c *childConn, params json.Raw
 			break
 		}
 		for _, t := range list.Tools {
-			if h, ok := mirrored(t.InputSchema); ok && len(h) > 0 {
+			if h, err := mcp.MirroredArgs(t.Name, t.InputSchema); err == nil && len(h) > 0 {
 				headers[t.Name] = h
 			}
 		}
@@ -49,56 +47,3 @@ func (b *Bridge) learnHeaders(ctx context.Context, c *childConn, params json.Raw
 // ToolHeaders returns the mirrored arguments of a child's tool, for
 // httpx.NewMCPProfileHandler.
 func (b *Bridge) ToolHeaders(tool string) []mcp.HeaderParam { return b.headers[tool] }
-
-// mirrored collects the x-mcp-header properties of an input schema as the mcp package
-// does for its own tools: reachable from the root through properties only, on string,
-// integer or boolean properties, names that are HTTP tokens, unique regardless of case. A
-// schema that breaks a rule mirrors nothing (false).
-func mirrored(schema json.RawMessage) ([]mcp.HeaderParam, bool) {
-	var out []mcp.HeaderParam
-	seen := map[string]bool{}
-	var walk func(s json.RawMessage, path []string) bool
-	walk = func(s json.RawMessage, path []string) bool {
-		var props map[string]json.RawMessage
-		json.Unmarshal(jsonrpc.Field(s, "properties"), &props)
-		names := make([]string, 0, len(props))
-		for name := range props {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			p := props[name]
-			at := append(slices.Clip(path), name)
-			if raw := jsonrpc.Field(p, "x-mcp-header"); raw != nil {
-				var header, typ string
-				json.Unmarshal(raw, &header)
-				json.Unmarshal(jsonrpc.Field(p, "type"), &typ)
-				if !isToken(header) || seen[strings.ToLower(header)] || (typ != "string" && typ != "integer" && typ != "boolean") {
-					return false
-				}
-				seen[strings.ToLower(header)] = true
-				out = append(out, mcp.HeaderParam{Header: header, Path: at, Type: typ})
-			}
-			if !walk(p, at) {
-				return false
-			}
-		}
-		return true
-	}
-	if !walk(schema, nil) {
-		return nil, false
-	}
-	return out, true
-}
-
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c > 0x7e || c <= 0x20 || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
-			return false
-		}
-	}
-	return true
-}

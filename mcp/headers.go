@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -22,6 +23,21 @@ func (s *Server) ToolHeaderParams(tool string) []HeaderParam {
 		return t.headers
 	}
 	return nil
+}
+
+// MirroredArgs reads the arguments a tool's input schema (as tools/list gives it) marks with
+// x-mcp-header, by the rules AddTool checks for a tool of this package's: for a program that
+// learns another server's tools, such as a bridge that checks the headers, or a client that
+// sends them. An error says which rule the schema breaks; a client leaves such a tool out.
+func MirroredArgs(tool string, inputSchema json.RawMessage) ([]HeaderParam, error) {
+	if len(inputSchema) == 0 {
+		return nil, nil
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(inputSchema, &s); err != nil {
+		return nil, fmt.Errorf("tool %q: the input schema is not a JSON Schema: %w", tool, err)
+	}
+	return headerParams(tool, &s)
 }
 
 // headerParams collects and checks the x-mcp-header properties of a schema: reachable from

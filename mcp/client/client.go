@@ -27,7 +27,7 @@ type Client struct {
 	instructions string
 
 	mu      sync.Mutex
-	headers map[string][]headerParam // x-mcp-header arguments of the tools listed, by tool
+	headers map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
 }
 
 // ErrInputRequired is returned by a call that a 2026-07-28 server answered with an
@@ -77,7 +77,7 @@ func Connect(ctx context.Context, t Transport, opts ...Option) (*Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: cn, o: o, headers: map[string][]headerParam{}}
+	c := &Client{conn: cn, o: o, headers: map[string][]mcp.HeaderParam{}}
 	if err := c.start(ctx); err != nil {
 		cn.close()
 		return nil, err

@@ -6,15 +6,9 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-)
 
-// headerParam is an argument of a tool that a 2026-07-28 client mirrors into an HTTP
-// header (MCP 2026-07-28, Transports › Streamable HTTP › Mcp-Param-{Name}).
-type headerParam struct {
-	header string   // the Name of Mcp-Param-Name
-	path   []string // property names from the arguments object down to the value
-	typ    string   // "string", "integer" or "boolean"
-}
+	"github.com/relayrt/relay/mcp"
+)
 
 // keepTools drops, from a page of tools/list, the tools whose x-mcp-header annotations
 // break the rules (empty or not an HTTP token, used twice regardless of case, on a
@@ -30,8 +24,8 @@ func (c *Client) keepTools(items []json.RawMessage) []json.RawMessage {
 			kept = append(kept, raw) // let the caller's decoding report it
 			continue
 		}
-		hp, ok := schemaHeaders(t.InputSchema)
-		if !ok {
+		hp, err := mcp.MirroredArgs(t.Name, t.InputSchema)
+		if err != nil {
 			continue
 		}
 		c.mu.Lock()
@@ -42,87 +36,31 @@ func (c *Client) keepTools(items []json.RawMessage) []json.RawMessage {
 	return kept
 }
 
-// schemaHeaders collects the x-mcp-header properties of a schema, reachable from its root
-// through "properties" only; ok is false when one breaks the rules.
-func schemaHeaders(schema json.RawMessage) (out []headerParam, ok bool) {
-	seen := map[string]bool{}
-	var walk func(s json.RawMessage, path []string) bool
-	walk = func(s json.RawMessage, path []string) bool {
-		var node struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if json.Unmarshal(s, &node) != nil {
-			return true
-		}
-		for name, p := range node.Properties {
-			at := append(append([]string(nil), path...), name)
-			var prop struct {
-				Header *string         `json:"x-mcp-header"`
-				Type   json.RawMessage `json:"type"`
-			}
-			if json.Unmarshal(p, &prop) != nil {
-				continue
-			}
-			if prop.Header != nil {
-				h := *prop.Header
-				var typ string
-				json.Unmarshal(prop.Type, &typ) // a list of types is not one of the three
-				if !isToken(h) || seen[strings.ToLower(h)] || (typ != "string" && typ != "integer" && typ != "boolean") {
-					return false
-				}
-				seen[strings.ToLower(h)] = true
-				out = append(out, headerParam{header: h, path: at, typ: typ})
-			}
-			if !walk(p, at) {
-				return false
-			}
-		}
-		return true
-	}
-	if !walk(schema, nil) {
-		return nil, false
-	}
-	return out, true
-}
-
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c > 0x7e || c <= 0x20 || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // paramHeaders returns the Mcp-Param-* headers of a call's arguments: a string as it is
 // (or encoded), an integer in decimal, a boolean as true or false; an absent or null value
 // has no header.
-func paramHeaders(hp []headerParam, args json.RawMessage) map[string]string {
+func paramHeaders(hp []mcp.HeaderParam, args json.RawMessage) map[string]string {
 	if len(hp) == 0 {
 		return nil
 	}
 	out := map[string]string{}
 	for _, p := range hp {
-		v := lookup(args, p.path)
+		v := lookup(args, p.Path)
 		if v == nil {
 			continue
 		}
 		switch x := v.(type) {
 		case string:
-			out["Mcp-Param-"+p.header] = encodeHeaderValue(x)
+			out["Mcp-Param-"+p.Header] = encodeHeaderValue(x)
 		case bool:
-			out["Mcp-Param-"+p.header] = strconv.FormatBool(x)
+			out["Mcp-Param-"+p.Header] = strconv.FormatBool(x)
 		case json.Number:
 			if i, err := x.Int64(); err == nil {
-				out["Mcp-Param-"+p.header] = strconv.FormatInt(i, 10)
+				out["Mcp-Param-"+p.Header] = strconv.FormatInt(i, 10)
 			} else if f, err := x.Float64(); err == nil && f == float64(int64(f)) {
-				out["Mcp-Param-"+p.header] = strconv.FormatInt(int64(f), 10)
+				out["Mcp-Param-"+p.Header] = strconv.FormatInt(int64(f), 10)
 			} else {
-				out["Mcp-Param-"+p.header] = x.String()
+				out["Mcp-Param-"+p.Header] = x.String()
 			}
 		}
 	}
