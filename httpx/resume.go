@@ -202,27 +202,16 @@ func (k *keptStreams) forget() {
 // startStream asks the actor to start request key's kept stream (see startMsg).
 func (s *session) startStream(key string) string {
 	m := startMsg{key: key, ack: make(chan string, 1)}
-	if s.mailbox.Send(s.stopped, m) != nil {
-		return ""
-	}
-	select {
-	case id := <-m.ack:
-		return id
-	case <-s.stopped.Done():
-		return ""
-	}
+	id, _ := ask(s, m, m.ack) // "" if the session has ended
+	return id
 }
 
 // resume asks the actor to resume stream after event seq (see resumeMsg).
 func (s *session) resume(stream string, seq uint64) (*waiter, resumed) {
 	m := resumeMsg{stream: stream, seq: seq, w: newWaiter(), ack: make(chan resumed, 1)}
-	if s.mailbox.Send(s.stopped, m) != nil {
+	r, ok := ask(s, m, m.ack)
+	if !ok {
 		return nil, resumed{}
 	}
-	select {
-	case r := <-m.ack:
-		return m.w, r
-	case <-s.stopped.Done():
-		return nil, resumed{}
-	}
+	return m.w, r
 }

@@ -415,7 +415,7 @@ func (s *session) post(frame []byte, key, answers string, sse bool) (*waiter, bo
 	if key != "" {
 		m.w = newWaiter()
 	}
-	if !s.ask(m, m.ack) {
+	if took, ok := ask(s, m, m.ack); !ok || !took {
 		return nil, false
 	}
 	return m.w, true
@@ -425,19 +425,21 @@ func (s *session) post(frame []byte, key, answers string, sse bool) (*waiter, bo
 // has ended.
 func (s *session) listen() (*waiter, bool) {
 	m := listenMsg{w: newWaiter(), ack: make(chan bool, 1)}
-	return m.w, s.ask(m, m.ack)
+	took, ok := ask(s, m, m.ack)
+	return m.w, ok && took
 }
 
-// ask sends the actor m and waits for its ack; false if the session has ended.
-func (s *session) ask(m sessionMsg, ack <-chan bool) bool {
+// ask sends the actor m and waits for its answer on ack; false if the session has ended
+// first.
+func ask[T any](s *session, m sessionMsg, ack <-chan T) (answer T, ok bool) {
 	if s.mailbox.Send(s.stopped, m) != nil {
-		return false
+		return answer, false
 	}
 	select {
-	case ok := <-ack:
-		return ok
+	case answer = <-ack:
+		return answer, true
 	case <-s.stopped.Done():
-		return false
+		return answer, false
 	}
 }
 

@@ -179,13 +179,14 @@ func (s *Server) finish(ctx context.Context, f *feature, req *Request, stop cont
 		}
 		return nil, err
 	}
-	if r, ok := res.(*CallToolResult); ok && r.IsError {
-		// The MCP semantic conventions: a tool result with isError is error.type tool_error.
-		runtime.ReportFailure(ctx, "tool_error")
-	}
-	if r, ok := res.(*CallToolResult); ok && r.textOnly() {
-		req.text = r
-		return (*textAnswer)(req), nil
+	if r, ok := res.(*CallToolResult); ok {
+		if r.IsError { // the MCP semantic conventions: error.type tool_error
+			runtime.ReportFailure(ctx, "tool_error")
+		}
+		if r.textOnly() {
+			req.text = r
+			return (*textAnswer)(req), nil
+		}
 	}
 	raw, err := encodeResult(res)
 	if err != nil || !req.meta.modern {
