@@ -12,6 +12,7 @@ type Prompt struct {
 	Title       string            `json:"title,omitempty"`
 	Description string            `json:"description,omitempty"`
 	Arguments   []*PromptArgument `json:"arguments,omitempty"`
+	Icons       []Icon            `json:"icons,omitempty"` // images a client may show for it
 	Meta        map[string]any    `json:"_meta,omitempty"`
 }
 
@@ -61,9 +62,11 @@ type prompt struct {
 	get PromptHandler
 }
 
-// AddPrompt registers a prompt, replacing one of the same name.
+// AddPrompt registers a prompt, replacing one of the same name. It panics if an icon is not
+// valid (see Icon), which is a programming error.
 func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
 	def := *p
+	checkIcons("prompt "+p.Name, p.Icons)
 	raw, err := json.Marshal(&def)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: prompt %q cannot be encoded: %v", p.Name, err))

@@ -52,6 +52,7 @@ type Implementation struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	WebsiteURL  string `json:"websiteUrl,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"` // images a client may show for it (2025-11-25 on)
 }
 
 func errInvalidParams(format string, args ...any) *jsonrpc.Error {

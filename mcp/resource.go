@@ -19,6 +19,7 @@ type Resource struct {
 	Description string         `json:"description,omitempty"`
 	MimeType    string         `json:"mimeType,omitempty"`
 	Size        int64          `json:"size,omitempty"`
+	Icons       []Icon         `json:"icons,omitempty"` // images a client may show for it
 	Annotations *Annotations   `json:"annotations,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
 }
@@ -30,6 +31,7 @@ type ResourceTemplate struct {
 	Title       string         `json:"title,omitempty"`
 	Description string         `json:"description,omitempty"`
 	MimeType    string         `json:"mimeType,omitempty"`
+	Icons       []Icon         `json:"icons,omitempty"` // images a client may show for it
 	Annotations *Annotations   `json:"annotations,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
 }
@@ -66,8 +68,10 @@ type resourceTemplate struct {
 	read ResourceHandler
 }
 
-// AddResource registers a resource, replacing one with the same URI.
+// AddResource registers a resource, replacing one with the same URI. It panics if an icon is
+// not valid (see Icon), which is a programming error.
 func (s *Server) AddResource(res *Resource, h ResourceHandler) {
+	checkIcons("resource "+res.URI, res.Icons)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: resource %q cannot be encoded: %v", res.URI, err))
@@ -78,8 +82,9 @@ func (s *Server) AddResource(res *Resource, h ResourceHandler) {
 }
 
 // AddResourceTemplate registers a resource template. It panics if the template is not valid
-// RFC 6570, which is a programming error.
+// RFC 6570 or an icon is not valid, which is a programming error.
 func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
+	checkIcons("resource template "+t.URITemplate, t.Icons)
 	tmpl, err := uritemplate.New(t.URITemplate)
 	if err != nil {
 		panic(fmt.Sprintf("mcp: resource template %q is invalid: %v", t.URITemplate, err))

@@ -64,8 +64,10 @@ type Server struct {
 	hub hub
 }
 
-// NewServer returns a server that describes itself as info. opts may be nil.
+// NewServer returns a server that describes itself as info. opts may be nil. It panics if an
+// icon of info is not valid (see Icon), which is a programming error.
 func NewServer(info Implementation, opts *ServerOptions) *Server {
+	checkIcons("server "+info.Name, info.Icons)
 	s := &Server{info: info}
 	if opts != nil {
 		s.opts = *opts

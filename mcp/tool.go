@@ -20,6 +20,8 @@ type Tool struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Icons are images a client may show for it (2025-11-25 on).
+	Icons []Icon `json:"icons,omitempty"`
 	// InputSchema describes the arguments. AddTool derives it from the handler's argument
 	// type when it is nil.
 	InputSchema *jsonschema.Schema `json:"inputSchema"`
@@ -222,10 +224,11 @@ func (t *toolState) finished(res *CallToolResult, err error) (any, error) {
 
 // AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is
 // derived from In (a struct: its exported fields become properties; fields without omitempty
-// are required). It panics if a schema cannot be derived or resolved, which is a programming
-// error.
+// are required). It panics if a schema cannot be derived or resolved, or an icon is not valid,
+// which is a programming error.
 func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 	def := *t
+	checkIcons("tool "+t.Name, t.Icons)
 	var flat *flatArgs
 	if def.InputSchema == nil {
 		schema, err := jsonschema.For[In](nil)
