@@ -1,6 +1,11 @@
 package mcp
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
 
 // Content is one item of a tool result or a prompt message: *TextContent, *ImageContent,
 // *AudioContent, *ResourceLink or *EmbeddedResource.
@@ -127,4 +132,183 @@ func (rc *ResourceContents) MarshalJSON() ([]byte, error) {
 		common
 		Text string `json:"text"`
 	}{common{rc.URI, rc.MimeType, rc.Meta}, rc.Text})
+}
+
+// SamplingContent is one block of a sampling message (sampling/createMessage, 2025-11-25 and
+// 2026-07-28 schema SamplingMessageContentBlock): *TextContent, *ImageContent, *AudioContent,
+// *ToolUseContent or *ToolResultContent. The last two exist only in sampling with tools; they
+// are not Content, so a tool result or a prompt cannot carry them.
+type SamplingContent interface {
+	samplingBlock() any
+}
+
+func (c *TextContent) samplingBlock() any  { return c.wire() }
+func (c *ImageContent) samplingBlock() any { return c.wire() }
+func (c *AudioContent) samplingBlock() any { return c.wire() }
+
+// ToolUseContent is the model asking to call a tool, in an assistant message of a sampling
+// conversation: the server runs the tool and answers with a *ToolResultContent of the same ID.
+type ToolUseContent struct {
+	ID    string          // unique among the conversation's tool uses
+	Name  string          // the tool, one of CreateMessageParams.Tools
+	Input json.RawMessage // the arguments, a JSON object; nil sends {}
+	Meta  map[string]any  // the client may need it back: echo it in later requests
+}
+
+// ToolResultContent is the result of a tool the model asked for, in the user message that
+// follows the tool use. Such a message holds tool results and nothing else.
+type ToolResultContent struct {
+	ToolUseID         string    // the ID of the ToolUseContent it answers
+	Content           []Content // what the tool returned, as in a CallToolResult
+	StructuredContent any       // an object, when the tool has an output schema
+	IsError           bool      // the tool failed; Content says how
+	Meta              map[string]any
+}
+
+type toolUseWire struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+	Meta  map[string]any  `json:"_meta,omitempty"`
+}
+
+type toolResultWire struct {
+	Type              string         `json:"type"`
+	ToolUseID         string         `json:"toolUseId"`
+	Content           []contentWire  `json:"content"`
+	StructuredContent any            `json:"structuredContent,omitempty"`
+	IsError           bool           `json:"isError,omitempty"`
+	Meta              map[string]any `json:"_meta,omitempty"`
+}
+
+func (c *ToolUseContent) samplingBlock() any {
+	in := c.Input
+	if len(in) == 0 {
+		in = json.RawMessage("{}")
+	}
+	return toolUseWire{"tool_use", c.ID, c.Name, in, c.Meta}
+}
+
+func (c *ToolResultContent) samplingBlock() any {
+	return toolResultWire{"tool_result", c.ToolUseID, wireContents(c.Content), c.StructuredContent, c.IsError, c.Meta}
+}
+
+// NewSamplingMessage returns a sampling message of role "user" or "assistant" holding blocks:
+// one block is sent as an object, several as an array, as the schema allows.
+func NewSamplingMessage(role string, blocks ...SamplingContent) SamplingMessage {
+	var raw []byte
+	if len(blocks) == 1 {
+		raw, _ = json.Marshal(blocks[0].samplingBlock())
+	} else {
+		wire := make([]any, len(blocks))
+		for i, b := range blocks {
+			wire[i] = b.samplingBlock()
+		}
+		raw, _ = json.Marshal(wire)
+	}
+	return SamplingMessage{Role: role, Content: raw}
+}
+
+// DecodeSamplingContent reads the content of a sampling message or of a CreateMessageResult,
+// one block or an array of them. A block of a type it does not know is an error naming it.
+func DecodeSamplingContent(raw json.RawMessage) ([]SamplingContent, error) {
+	var items []json.RawMessage
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '[' {
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			return nil, fmt.Errorf("mcp: sampling content is not an array of blocks: %w", err)
+		}
+	} else {
+		items = []json.RawMessage{raw}
+	}
+	out := make([]SamplingContent, 0, len(items))
+	for i, it := range items {
+		var w struct {
+			Type              string            `json:"type"`
+			Text              string            `json:"text"`
+			Data              []byte            `json:"data"`
+			MimeType          string            `json:"mimeType"`
+			ID                string            `json:"id"`
+			Name              string            `json:"name"`
+			Input             json.RawMessage   `json:"input"`
+			ToolUseID         string            `json:"toolUseId"`
+			Content           []json.RawMessage `json:"content"`
+			StructuredContent any               `json:"structuredContent"`
+			IsError           bool              `json:"isError"`
+			Annotations       *Annotations      `json:"annotations"`
+			Meta              map[string]any    `json:"_meta"`
+		}
+		if err := json.Unmarshal(it, &w); err != nil {
+			return nil, fmt.Errorf("mcp: sampling content block %d is malformed: %w", i, err)
+		}
+		switch w.Type {
+		case "text":
+			out = append(out, &TextContent{Text: w.Text, Annotations: w.Annotations, Meta: w.Meta})
+		case "image":
+			out = append(out, &ImageContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta})
+		case "audio":
+			out = append(out, &AudioContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta})
+		case "tool_use":
+			out = append(out, &ToolUseContent{ID: w.ID, Name: w.Name, Input: w.Input, Meta: w.Meta})
+		case "tool_result":
+			inner := make([]Content, 0, len(w.Content))
+			for j, c := range w.Content {
+				ic, err := decodeContent(c)
+				if err != nil {
+					return nil, fmt.Errorf("mcp: tool_result %d, content %d: %w", i, j, err)
+				}
+				inner = append(inner, ic)
+			}
+			out = append(out, &ToolResultContent{ToolUseID: w.ToolUseID, Content: inner,
+				StructuredContent: w.StructuredContent, IsError: w.IsError, Meta: w.Meta})
+		default:
+			return nil, fmt.Errorf("mcp: sampling content block %d has unknown type %q", i, w.Type)
+		}
+	}
+	return out, nil
+}
+
+// decodeContent reads one ContentBlock (text, image, audio, resource_link, resource).
+func decodeContent(raw json.RawMessage) (Content, error) {
+	var w struct {
+		Type        string       `json:"type"`
+		Text        string       `json:"text"`
+		Data        []byte       `json:"data"`
+		MimeType    string       `json:"mimeType"`
+		URI         string       `json:"uri"`
+		Name        string       `json:"name"`
+		Title       string       `json:"title"`
+		Description string       `json:"description"`
+		Annotations *Annotations `json:"annotations"`
+		Resource    *struct {
+			URI      string         `json:"uri"`
+			MimeType string         `json:"mimeType"`
+			Text     string         `json:"text"`
+			Blob     []byte         `json:"blob"`
+			Meta     map[string]any `json:"_meta"`
+		} `json:"resource"`
+		Meta map[string]any `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("malformed content block: %w", err)
+	}
+	switch w.Type {
+	case "text":
+		return &TextContent{Text: w.Text, Annotations: w.Annotations, Meta: w.Meta}, nil
+	case "image":
+		return &ImageContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta}, nil
+	case "audio":
+		return &AudioContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta}, nil
+	case "resource_link":
+		return &ResourceLink{URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description,
+			MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta}, nil
+	case "resource":
+		if w.Resource == nil {
+			return nil, errors.New(`a "resource" block needs a resource`)
+		}
+		r := w.Resource
+		return &EmbeddedResource{Resource: &ResourceContents{URI: r.URI, MimeType: r.MimeType, Text: r.Text, Blob: r.Blob, Meta: r.Meta},
+			Annotations: w.Annotations, Meta: w.Meta}, nil
+	}
+	return nil, fmt.Errorf("unknown content type %q", w.Type)
 }

@@ -45,6 +45,7 @@ type requestMeta struct {
 	progressToken json.RawMessage // raw string or integer; nil when absent
 	logLevel      int8            // index into levelRank; -1 sends no log messages
 	modern        bool
+	peer          *runtime.Peer // the legacy session's client, told later of completed URL elicitations
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
@@ -52,7 +53,7 @@ type requestMeta struct {
 // Request belongs to one handler invocation and is not safe for concurrent use.
 //
 // A tool call that waits keeps its Request for as long as it waits, so it holds only what the
-// handler may still need (176 bytes); what only routing and argument decoding need is in the
+// handler may still need (184 bytes); what only routing and argument decoding need is in the
 // handler's routing, given back before the tool is called (see routing.run).
 type Request struct {
 	rt     *runtime.Request
@@ -171,7 +172,8 @@ type ElicitResult struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-// SamplingMessage is one message of a sampling conversation.
+// SamplingMessage is one message of a sampling conversation. Content is one block or an array
+// of them; NewSamplingMessage builds it from SamplingContent, DecodeSamplingContent reads it.
 type SamplingMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
@@ -187,14 +189,43 @@ type CreateMessageParams struct {
 	Temperature      *float64          `json:"temperature,omitempty"`
 	StopSequences    []string          `json:"stopSequences,omitempty"`
 	Metadata         any               `json:"metadata,omitempty"`
+	// Tools are tools the model may use while it answers (2025-11-25 on): an answer whose
+	// StopReason is "toolUse" holds *ToolUseContent blocks, and the server runs the tools and
+	// asks again with the conversation so far and a user message of *ToolResultContent. The
+	// client must have declared sampling.tools; CreateMessage checks that, and that every
+	// tool use in Messages is answered by the next message's tool results and only by them.
+	Tools      []*Tool     `json:"tools,omitempty"`
+	ToolChoice *ToolChoice `json:"toolChoice,omitempty"` // how the model may use Tools; nil means auto
 }
 
-// CreateMessageResult is the model's answer.
+// ToolChoice says how the model may use the tools of a sampling request.
+type ToolChoice struct {
+	// Mode is ToolChoiceAuto (the model decides, the default), ToolChoiceRequired (it must
+	// use at least one tool) or ToolChoiceNone (it must not use any).
+	Mode string `json:"mode,omitempty"`
+}
+
+// The modes of a ToolChoice.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceRequired = "required"
+	ToolChoiceNone     = "none"
+)
+
+// CreateMessageResult is the model's answer. Content is one block or an array of them: read it
+// with Blocks. StopReason "toolUse" means the model asks for the tools named by its
+// *ToolUseContent blocks.
 type CreateMessageResult struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	Model      string          `json:"model"`
 	StopReason string          `json:"stopReason,omitempty"`
+}
+
+// Blocks decodes Content: *TextContent, *ImageContent, *AudioContent, *ToolUseContent or
+// *ToolResultContent.
+func (r *CreateMessageResult) Blocks() ([]SamplingContent, error) {
+	return DecodeSamplingContent(r.Content)
 }
 
 // Root is a directory or file the client exposes.
@@ -222,10 +253,18 @@ type askOptions struct{ key string }
 // initialize generation the question is a request to the client, and the key is not used.
 func InputKey(key string) AskOption { return func(o *askOptions) { o.key = key } }
 
-// Elicit asks the user, through the client, for input. The client must have declared the
-// elicitation capability.
+// Elicit asks the user, through the client, for input: with a form (p.Mode empty or
+// ElicitForm), or by sending them to p.URL (ElicitURL; 2025-11-25 on). The client must have
+// declared the elicitation capability with that mode; a form is also allowed by a capability
+// that names no mode. A URL-mode answer of "accept" says only that the user agreed to go:
+// under the initialize generation the server calls CompleteElicitation(p.ElicitationID) once
+// they are done (Elicit fills in an empty ElicitationID).
 func (r *Request) Elicit(ctx context.Context, p *ElicitParams, opts ...AskOption) (*ElicitResult, error) {
 	var res ElicitResult
+	p, err := r.checkElicit(p)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.ask(ctx, "elicitation/create", "elicitation", p, &res, opts); err != nil {
 		return nil, err
 	}
@@ -233,8 +272,16 @@ func (r *Request) Elicit(ctx context.Context, p *ElicitParams, opts ...AskOption
 }
 
 // CreateMessage asks the client's model for a completion. The client must have declared the
-// sampling capability.
+// sampling capability, and sampling.tools when p offers tools or the conversation holds tool
+// uses or results (2025-11-25 Client Features › Sampling › Tool use).
 func (r *Request) CreateMessage(ctx context.Context, p *CreateMessageParams, opts ...AskOption) (*CreateMessageResult, error) {
+	withTools, err := checkSampling(p)
+	if err != nil {
+		return nil, err
+	}
+	if withTools && !hasSubCapability(r.meta.clientCaps, "sampling", "tools") {
+		return nil, r.missingCapability("sampling", "tools")
+	}
 	var res CreateMessageResult
 	if err := r.ask(ctx, "sampling/createMessage", "sampling", p, &res, opts); err != nil {
 		return nil, err
@@ -255,14 +302,7 @@ func (r *Request) ListRoots(ctx context.Context, opts ...AskOption) (*ListRootsR
 // ask is the one way a handler asks the client something, whatever the era.
 func (r *Request) ask(ctx context.Context, method, capability string, params, out any, opts []AskOption) error {
 	if !hasCapability(r.meta.clientCaps, capability) {
-		if !r.meta.modern { // -32021 exists only in 2026-07-28: a legacy handler sees a plain error
-			return fmt.Errorf("mcp: the client did not declare the %s capability in initialize", capability)
-		}
-		return &jsonrpc.Error{
-			Code:    CodeMissingRequiredClientCapability,
-			Message: "Missing required client capability: this request needs " + capability + "; declare it in the client capabilities",
-			Data:    map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}},
-		}
+		return r.missingCapability(capability, "")
 	}
 	if !r.meta.modern {
 		ctx, cancel := context.WithTimeout(ctx, r.s.inputTimeout())
@@ -330,4 +370,82 @@ var mrtrMethods = map[string]bool{"tools/call": true, "prompts/get": true, "reso
 func hasCapability(caps json.RawMessage, name string) bool {
 	v := jsonrpc.Field(caps, name)
 	return v != nil && string(v) != "null" && string(v) != "false"
+}
+
+// hasSubCapability reports whether the client declared name.sub (sampling.tools,
+// elicitation.url).
+func hasSubCapability(caps json.RawMessage, name, sub string) bool {
+	return hasCapability(jsonrpc.Field(caps, name), sub)
+}
+
+// missingCapability is the error for a question the client did not declare it can answer:
+// -32021 naming the capability under 2026-07-28 (Basic › _meta), a plain error before it,
+// where that code does not exist. sub, if not empty, is the member of name that is missing.
+func (r *Request) missingCapability(name, sub string) error {
+	path, need := name, map[string]any{}
+	if sub != "" {
+		path, need = name+"."+sub, map[string]any{sub: map[string]any{}}
+	}
+	if !r.meta.modern {
+		return fmt.Errorf("mcp: the client did not declare the %s capability in initialize", path)
+	}
+	return &jsonrpc.Error{
+		Code:    CodeMissingRequiredClientCapability,
+		Message: "Missing required client capability: this request needs " + path + "; declare it in the client capabilities",
+		Data:    map[string]any{"requiredCapabilities": map[string]any{name: need}},
+	}
+}
+
+// checkSampling checks a sampling request with tools against the rules of 2025-11-25 Client
+// Features › Sampling › Tool use: each tool has an input schema, the tool choice is known, a
+// message with tool results holds nothing else and is the user's, and every assistant tool
+// use is answered, each by its ID, by the next message. withTools reports whether the request
+// needs the client's sampling.tools.
+func checkSampling(p *CreateMessageParams) (withTools bool, err error) {
+	withTools = len(p.Tools) > 0 || p.ToolChoice != nil
+	for _, t := range p.Tools {
+		if t == nil || t.InputSchema == nil {
+			return false, errors.New("mcp: every tool offered for sampling needs a Name and an InputSchema")
+		}
+	}
+	if c := p.ToolChoice; c != nil && c.Mode != "" && c.Mode != ToolChoiceAuto && c.Mode != ToolChoiceRequired && c.Mode != ToolChoiceNone {
+		return false, fmt.Errorf("mcp: tool choice mode %q is not auto, required or none", c.Mode)
+	}
+	var pending map[string]bool // tool uses of the previous message, by ID, not yet answered
+	for i, m := range p.Messages {
+		blocks, err := DecodeSamplingContent(m.Content)
+		if err != nil {
+			return false, fmt.Errorf("mcp: sampling message %d: %w", i, err)
+		}
+		uses, results := map[string]bool{}, 0
+		for _, b := range blocks {
+			switch b := b.(type) {
+			case *ToolUseContent:
+				uses[b.ID] = true
+			case *ToolResultContent:
+				results++
+				if !pending[b.ToolUseID] {
+					return false, fmt.Errorf("mcp: sampling message %d answers tool use %q, which the message before it did not ask for (or another result answered)", i, b.ToolUseID)
+				}
+				delete(pending, b.ToolUseID)
+			}
+		}
+		if len(uses) > 0 || results > 0 {
+			withTools = true
+		}
+		if results > 0 && (results != len(blocks) || m.Role != "user") {
+			return false, fmt.Errorf("mcp: sampling message %d mixes tool results with other content, or is not the user's; a message of tool results holds nothing else", i)
+		}
+		if len(pending) > 0 {
+			return false, fmt.Errorf("mcp: sampling message %d must answer every tool use of the message before it with a tool result of the same ID", i)
+		}
+		if len(uses) > 0 && m.Role != "assistant" {
+			return false, fmt.Errorf("mcp: sampling message %d holds tool uses but is not the assistant's", i)
+		}
+		pending = uses
+	}
+	if len(pending) > 0 {
+		return false, errors.New("mcp: the last sampling message asks for tools; answer them with a user message of tool results before asking again")
+	}
+	return withTools, nil
 }

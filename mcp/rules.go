@@ -32,7 +32,8 @@ var methods = []string{
 	"notifications/tools/list_changed", "notifications/prompts/list_changed",
 	"notifications/resources/list_changed", "notifications/roots/list_changed",
 	"notifications/subscriptions/acknowledged",
-	"sampling/createMessage", "elicitation/create", "roots/list",
+	"sampling/createMessage", "elicitation/create", "roots/list", "notifications/elicitation/complete",
+	"skills/list", "skills/get", "resources/directory/read",
 }
 
 // proxyRules is what a proxy must know of MCP, in both generations (2025-11-25 Basic ›

@@ -62,6 +62,8 @@ type Server struct {
 	mu  sync.Mutex // serialises registrations; requests read the snapshot
 	reg atomic.Pointer[registry]
 	hub hub
+
+	elicits urlElicitations // the clients waiting on URL elicitations, for CompleteElicitation
 }
 
 // NewServer returns a server that describes itself as info. opts may be nil. It panics if an

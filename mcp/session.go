@@ -24,6 +24,7 @@ type legacySession struct {
 	caps        json.RawMessage
 	logLevel    int  // -1 until logging/setLevel
 	initialized bool // notifications/initialized has arrived
+	peer        *runtime.Peer
 
 	// The forwarder goroutine sends server-wide changes to this client. Whether the client
 	// subscribed to an updated resource is asked on the dispatcher's goroutine (Peer.Run),
@@ -175,7 +176,7 @@ func readMeta(meta json.RawMessage, legacy *legacySession) (rm requestMeta, trac
 			rm.logLevel = int8(level)
 		}
 	case legacy != nil:
-		rm.version, rm.clientCaps, rm.logLevel = legacy.version, legacy.caps, int8(legacy.logLevel)
+		rm.version, rm.clientCaps, rm.logLevel, rm.peer = legacy.version, legacy.caps, int8(legacy.logLevel), legacy.peer
 	default:
 		return rm, trace, errNoVersion
 	}
@@ -248,7 +249,7 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 		p.Capabilities = json.RawMessage("{}")
 	}
 	l := &legacySession{
-		version: version, caps: p.Capabilities, logLevel: -1,
+		version: version, caps: p.Capabilities, logLevel: -1, peer: ss.peer,
 		changes: ss.s.hub.subscribe(),
 		stop:    make(chan struct{}), done: make(chan struct{}),
 		subs: map[string]bool{},

@@ -383,11 +383,12 @@ func lookupTool(tools map[string]*tool, raw json.RawMessage) *tool {
 }
 
 // isProtocolError reports whether a tool handler's error is answered as a JSON-RPC error
-// rather than as a tool-error result: a *jsonrpc.Error, a request for input, or the end of
-// the request's context.
+// rather than as a tool-error result: a *jsonrpc.Error, a request for input (of the client,
+// or of the user at a URL), or the end of the request's context.
 func isProtocolError(ctx context.Context, err error) bool {
 	var je *jsonrpc.Error
-	return errors.As(err, &je) || errors.Is(err, ErrInputRequired) || ctx.Err() != nil
+	var ue *URLElicitationRequiredError
+	return errors.As(err, &je) || errors.Is(err, ErrInputRequired) || errors.As(err, &ue) || ctx.Err() != nil
 }
 
 // checkOutput validates structured content against a tool's output schema.
