@@ -158,8 +158,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 						d.inbound(in)
 						continue
 					}
-					d.in = nil
-					d.beginDrain()
+					d.inputEnded()
 					continue
 				default:
 				}
@@ -168,8 +167,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 		select {
 		case in, ok := <-d.in:
 			if !ok {
-				d.in = nil
-				d.beginDrain()
+				d.inputEnded()
 				continue
 			}
 			d.inbound(in)
@@ -199,6 +197,18 @@ func (d *dispatcher) inbound(in Inbound) {
 		return
 	}
 	d.frame(in.Frame)
+}
+
+// inputEnded starts the drain at the end of input. The peer's answers come in on that
+// input, so the handlers waiting on calls to the peer are told now rather than left to the
+// drain deadline.
+func (d *dispatcher) inputEnded() {
+	d.in = nil
+	for id, c := range d.pending {
+		c.reply <- callReply{err: ErrConnectionClosed}
+		delete(d.pending, id)
+	}
+	d.beginDrain()
 }
 
 // beginDrain stops taking new work. Frames still arriving are read to the end (a transport

@@ -563,6 +563,28 @@ func TestCall_PeerAnswersRoutedToTheAsker(t *testing.T) {
 	}
 }
 
+// After EOF the peer can never answer: a handler waiting on a Call gets ErrConnectionClosed
+// at once, not when the drain deadline (an hour here) abandons it.
+func TestCall_EOFEndsTheWaitForTheAnswer(t *testing.T) {
+	c := dial(t, profile(map[string]runtime.Handler{
+		"ask": func(ctx context.Context, r *runtime.Request) (any, error) {
+			_, err := r.Call(ctx, "elicitation/create", nil)
+			if !errors.Is(err, runtime.ErrConnectionClosed) {
+				return nil, fmt.Errorf("Call returned %v, want ErrConnectionClosed", err)
+			}
+			return "told", nil
+		},
+	}, false), runtime.WithDrainTimeout(time.Hour))
+	c.send(req(1, "ask"))
+	if m := c.next(); string(m["method"]) != `"elicitation/create"` {
+		t.Fatalf("want the call to the peer, got %s", mustJSON(m))
+	}
+	c.closeInput()
+	if m := c.next(); string(m["id"]) != "1" || string(m["result"]) != `"told"` {
+		t.Fatalf("want the handler told at EOF, got %s", mustJSON(m))
+	}
+}
+
 func TestDrain_EOFLetsInFlightFinish(t *testing.T) {
 	release := make(chan struct{})
 	c := dial(t, profile(map[string]runtime.Handler{
