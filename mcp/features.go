@@ -33,6 +33,10 @@ var featureList = [...]feature{
 		serve: list("resourceTemplates", func(r *registry) ([]string, map[string]*resourceTemplate) { return r.templateKeys, r.templates })},
 	{method: "resources/read", capability: "resources", cacheable: true, serve: (*Server).readResource},
 	{method: "completion/complete", capability: "completions", serve: (*Server).complete},
+	// The Skills extension (skills.go), served while the server has skills.
+	{method: "skills/list", cacheable: true, serve: listSkills},
+	{method: "skills/get", cacheable: true, serve: skillsOnly((*Server).getSkill)},
+	{method: "resources/directory/read", serve: skillsOnly((*Server).readDirectory)},
 }
 
 // listed is what a list serves of each entry: its definition, encoded once.

@@ -13,6 +13,7 @@ type registry struct {
 	resources map[string]*resource
 	templates map[string]*resourceTemplate
 	complete  CompletionHandler
+	skills    *skillSet // the Skills extension's; nil without skills
 
 	// derived by index: sorted keys, for deterministic lists and cursors, and the
 	// capabilities the server advertises with this snapshot
@@ -27,6 +28,7 @@ func (r *registry) clone() *registry {
 		resources: cloneMap(r.resources),
 		templates: cloneMap(r.templates),
 		complete:  r.complete,
+		skills:    r.skills,
 	}
 }
 
@@ -49,6 +51,7 @@ func (r *registry) index() {
 	if r.complete != nil {
 		r.caps["completions"] = map[string]any{}
 	}
+	r.skills.declare(r.caps)
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {

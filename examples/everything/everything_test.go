@@ -55,8 +55,10 @@ var (
 		"test_trigger_prompt_change",
 		"test_trigger_tool_change",
 	}
-	fixtureResources = []string{uriStaticBinary, uriStaticText, uriWatched}
-	fixturePrompts   = []string{
+	// Each skill's SKILL.md is listed too (skills.go), and sorts first.
+	fixtureResources = []string{"skill://acme/billing/refunds/SKILL.md", "skill://pdf-processing/SKILL.md",
+		uriStaticBinary, uriStaticText, uriWatched}
+	fixturePrompts = []string{
 		"test_input_required_result_prompt",
 		"test_prompt_with_arguments",
 		"test_prompt_with_embedded_resource",

@@ -148,6 +148,7 @@ func newServer() *mcp.Server {
 	addHeaderTools(s)
 	addResources(s)
 	addPrompts(s)
+	addSkills(s)
 	s.SetCompletionHandler(complete)
 	return s
 }

@@ -67,6 +67,8 @@ const FIXTURE_PROMPTS = [
 const STATIC_TEXT = 'test://static-text';
 const STATIC_BINARY = 'test://static-binary';
 const WATCHED = 'test://watched-resource';
+const SKILL_REFUNDS = 'skill://acme/billing/refunds/SKILL.md';
+const SKILL_PDF = 'skill://pdf-processing/SKILL.md';
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const isPNG = (b64) => Buffer.from(b64, 'base64').subarray(0, 8).equals(PNG_MAGIC);
@@ -327,7 +329,8 @@ describe(`Relay everything server with the TypeScript SDK client (${TRANSPORT}, 
 
   test('resources: list, read text, read binary, template', async () => {
     const { resources } = await client.listResources();
-    assert.deepEqual(resources.map((r) => r.uri).sort(), [STATIC_BINARY, STATIC_TEXT, WATCHED]);
+    // The fixture's skills (examples/everything/skills.go) list their SKILL.md too.
+    assert.deepEqual(resources.map((r) => r.uri).sort(), [SKILL_REFUNDS, SKILL_PDF, STATIC_BINARY, STATIC_TEXT, WATCHED]);
     for (const r of resources) assert.ok(r.name, `${r.uri} has no name`);
 
     let { contents } = await client.readResource({ uri: STATIC_TEXT });
