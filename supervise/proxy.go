@@ -138,6 +138,8 @@ type proxy struct {
 // second, they are sent one at a time, each alone in flight, the host's new requests waiting
 // meanwhile. A suspect that is alone in flight when its child dies is answered with an error
 // that says it crashes the server, and never sent again; the others are answered as usual.
+// A child that dies with no suspect in flight died of something else: the suspects waiting
+// then go again at once with the other replays, instead of waiting for the crashes to end.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -247,9 +249,7 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 	supCtx, stopSup := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { supErr <- sup.Run(supCtx) }()
 
-	p := &proxy{sup: sup, proto: o.Protocol, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
-		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
-		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{}}
+	p := newProxy(sup, toHost, o)
 	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
 	p.bad.Flush()
 	stopSup()
@@ -259,6 +259,13 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 		err = serr
 	}
 	return err
+}
+
+// newProxy returns the proxy's actor state, before its first event.
+func newProxy(sup *Supervisor, toHost chan<- []byte, o ProxyOptions) *proxy {
+	return &proxy{sup: sup, proto: o.Protocol, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
+		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
+		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{}}
 }
 
 func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
@@ -490,9 +497,30 @@ const settle = 250 * time.Millisecond
 // Requests to replay go again at once, unless they were in flight at an earlier death too:
 // those are suspects, sent one at a time, each alone in flight to a child that has stayed
 // up (see pump). A suspect that is alone in flight when its child dies is what kills the
-// children: it is answered with an error that says so, and never sent again. Deaths of a
-// child that never answered anything are not counted: it may never have read them.
+// children: it is answered with an error that says so, and never sent again; a death with
+// no suspect in flight releases the suspects waiting. Deaths of a child that never answered
+// anything are not counted: it may never have read them.
+//
+// A pending request that waits and is a suspect is in p.suspects, and p.suspects names
+// nothing else that is pending: only nextSuspect sends a suspect (replay skips them). The
+// tests check this after every step (invariant).
 func (p *proxy) restarted() {
+	if _, judged := p.pend[p.suspectID]; !judged {
+		// No suspect was in flight: the children die of something else (a crash loop, a
+		// kill). The suspects waiting go again at once with the other replays; held for a
+		// child that stays up, they would wait as long as the crashes last, while the host's
+		// new requests are answered. Their deaths still count: in flight at the next death
+		// of a child that answered, they are suspects again.
+		for _, id := range p.suspects {
+			if r, ok := p.pend[id]; ok {
+				r.suspect = false
+			}
+		}
+		if len(p.suspects) > 0 {
+			p.log.Debug("the child died with no suspect in flight: the suspects go again at once", zap.Int("suspects", len(p.suspects)))
+		}
+		p.suspects = nil
+	}
 	p.suspectID = ""
 	inFlight := p.hostInFlight()
 	var fresh []string
