@@ -3,6 +3,7 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,6 +137,9 @@ func tpLog(t *testing.T, path string) map[string]int {
 // seeded schedule. Requests safe to repeat all get their result; the others get their result
 // or exactly the restart error, never run twice, and are never told "restarted" when the
 // child did answer; every request gets one answer; nothing is left running.
+//
+// With RELAY_CHAOS_LOG=dir, a failed run leaves the proxy's debug log and the child's log
+// in dir.
 func TestProxyChaos(t *testing.T) {
 	const (
 		seed    = 20260728
@@ -144,7 +148,23 @@ func TestProxyChaos(t *testing.T) {
 		minReqs = 2000
 	)
 	logPath := filepath.Join(t.TempDir(), "child.log")
-	h := tpStart(t, tpSpec(t, "echo", logPath), nil)
+	var popts *ProxyOptions
+	if dir := os.Getenv(tpChaosLogEnv); dir != "" { // a failure that comes once in many runs is followed in its logs
+		f, err := os.CreateTemp(dir, "chaos-*.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		popts = &ProxyOptions{Logger: tpLogger(f)}
+		t.Cleanup(func() {
+			f.Close()
+			if !t.Failed() {
+				os.Remove(f.Name())
+			} else {
+				os.Rename(logPath, f.Name()+".child")
+			}
+		})
+	}
+	h := tpStart(t, tpSpec(t, "echo", logPath), popts)
 	tpLearn(t, h)
 
 	type outcome struct {
@@ -156,6 +176,7 @@ func TestProxyChaos(t *testing.T) {
 		killsDone atomic.Bool
 		mu        sync.Mutex
 		outcomes  []outcome
+		longest   time.Duration // the longest wait for an answer: for the log, not asserted
 		wg        sync.WaitGroup
 	)
 	for w := 0; w < workers; w++ {
@@ -178,25 +199,34 @@ func TestProxyChaos(t *testing.T) {
 				case "danger":
 					params = map[string]any{"text": text, "ms": int(i % 7)}
 				}
-				_, ch := h.Send("tools/call", map[string]any{"name": kind, "arguments": params})
+				sent := time.Now()
+				hid, ch := h.Send("tools/call", map[string]any{"name": kind, "arguments": params})
 				rep, ok := h.Wait(ch, 20*time.Second)
 				if !ok {
-					t.Errorf("%s %s: no answer within 20 s (lost)", kind, text)
+					t.Errorf("%s %s (host id %v): no answer within 20 s (lost)", kind, text, hid)
 					return
 				}
 				mu.Lock()
 				outcomes = append(outcomes, outcome{kind, text, rep})
+				longest = max(longest, time.Since(sent))
 				mu.Unlock()
 			}
 		}()
 	}
 
-	// The killer: SIGKILL the current child on a seeded schedule, each time a new one.
+	// The killer: SIGKILL the current child on a seeded schedule, each time a new one, once
+	// it serves. Killed a fixed time after its process appeared, a child on a loaded machine
+	// died before it answered anything, every time: no request was answered until the
+	// kills ended, and the test measured the machine's load, not the proxy.
 	rng := rand.New(rand.NewPCG(seed, seed))
 	prev, kills := 0, 0
 	for kills < crashes {
 		pid := tcCurrentChild(t, prev, 10*time.Second)
 		if pid == 0 {
+			break
+		}
+		if !tpAwaitServing(logPath, pid, 10*time.Second) {
+			t.Errorf("child %d did not start serving within 10 s", pid)
 			break
 		}
 		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
@@ -254,8 +284,8 @@ func TestProxyChaos(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("seed %d: %d requests, %d crashes, %d lost, %d restart errors (unannotated, in flight), %d danger ok, %d wrong errors, %d children reached main",
-		seed, total, kills, lost, restartErrs, dangerOK, wrongErr, tpCount(log, "start "))
+	t.Logf("seed %d: %d requests, %d crashes, %d lost, %d restart errors (unannotated, in flight), %d danger ok, %d wrong errors, %d children reached main, longest wait %s",
+		seed, total, kills, lost, restartErrs, dangerOK, wrongErr, tpCount(log, "start "), longest.Round(time.Millisecond))
 	if kills != crashes {
 		t.Errorf("%d crashes, want %d", kills, crashes)
 	}
@@ -263,6 +293,21 @@ func TestProxyChaos(t *testing.T) {
 		t.Error("no unannotated request was in flight at any crash: the test did not exercise the restart error")
 	}
 }
+
+// tpAwaitServing waits until the test child pid has logged its start (it reads its input
+// next), and reports whether it did within the time given.
+func tpAwaitServing(logPath string, pid int, within time.Duration) bool {
+	line := []byte("start " + strconv.Itoa(pid) + "\n")
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(logPath); bytes.Contains(b, line) {
+			return true
+		}
+	}
+	return false
+}
+
+// tpChaosLogEnv names the directory where TestProxyChaos keeps the logs of a failed run.
+const tpChaosLogEnv = "RELAY_CHAOS_LOG"
 
 func tpCount(log map[string]int, prefix string) int {
 	n := 0
