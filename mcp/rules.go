@@ -42,7 +42,7 @@ var methods = []string{
 var proxyRules = runtime.ProxyRules{
 	ReadOnly: []string{"tools/list", "prompts/list", "prompts/get", "resources/list", "resources/read",
 		"resources/templates/list", "server/discover", "completion/complete", "ping",
-		"subscriptions/listen", "initialize"},
+		"subscriptions/listen", "initialize", "skills/list", "skills/get", "resources/directory/read"},
 	Handshake:       "initialize",
 	Handshaken:      "notifications/initialized",
 	Restate:         []string{"logging/setLevel"},
