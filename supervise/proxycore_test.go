@@ -106,6 +106,12 @@ func (h *pcHost) step() {
 	if len(h.p.suspects) > 0 {
 		h.seen["suspects waiting"]++
 	}
+	if h.p.child != nil && !h.p.ready {
+		h.seen["handshake replayed"]++
+	}
+	if len(h.p.queue) > 0 {
+		h.seen["host requests queued"]++
+	}
 	if err := h.p.invariant(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -185,11 +191,34 @@ func (h *pcHost) inFlight() []string {
 	return ids
 }
 
+// initialize has the host open a legacy session: initialize, answered, then initialized.
+func (h *pcHost) initialize() {
+	h.nextID++
+	id := strconv.Itoa(h.nextID)
+	h.asked[id] = "initialize"
+	h.p.fromHost(jsonrpc.AppendRequest(nil, jsonrpc.ID(id), "initialize",
+		[]byte(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host","version":"1"}}`)))
+	h.step()
+	if h.child != nil && !h.dead {
+		h.answer(h.p.byHost[id])
+	}
+	h.p.fromHost(jsonrpc.AppendNotification(nil, "notifications/initialized", nil))
+	h.step()
+}
+
+// notify has the child send a notification.
+func (h *pcHost) notify(method string) {
+	h.p.fromChild(jsonrpc.AppendNotification(nil, method, nil))
+	h.step()
+}
+
 // answer has the child answer its request id, as the test child does.
 func (h *pcHost) answer(id string) {
 	r := h.p.pend[id]
 	var result string
 	switch {
+	case r.method == "initialize":
+		result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"}}`
 	case r.method == "tools/list":
 		result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},{"name":"danger","inputSchema":{"type":"object"}}]}`
 	case r.method == "tools/call":
@@ -254,6 +283,12 @@ func (h *pcHost) check() {
 			continue
 		}
 		m := got[0]
+		if tool == "initialize" {
+			if m.Error != nil {
+				h.t.Errorf("host request %s (initialize): %s", id, m.Error)
+			}
+			continue
+		}
 		if m.Error == nil {
 			if text := jsonrpc.Field(m.Result, "content"); string(text) != `[{"type":"text","text":"t`+id+`"}]` {
 				h.t.Errorf("host request %s (%s): result %s", id, tool, m.Result)
@@ -273,8 +308,9 @@ func (h *pcHost) check() {
 	}
 }
 
-// Random interleavings of the host's calls (read-only or not), the child's answers, deaths,
-// starts and the clock, each replayed exactly from its seed: the actor's invariant holds
+// Random interleavings of the host's calls (read-only or not), the child's answers and
+// tools/list_changed, deaths, starts (with the host's initialize replayed, for half the
+// seeds) and the clock, each replayed exactly from its seed: the actor's invariant holds
 // after every step, and once a child stays up, every call is answered once, as it should be.
 func TestProxyCoreRandomInterleavings(t *testing.T) {
 	seen := map[string]int{}
@@ -282,8 +318,15 @@ func TestProxyCoreRandomInterleavings(t *testing.T) {
 		h := newPCHost(t)
 		rng := rand.New(rand.NewPCG(seed, 14))
 		h.start()
+		if seed%2 == 1 { // a legacy host: every new child is sent its initialize first
+			h.initialize()
+		}
 		for range 200 {
 			switch n := rng.IntN(100); {
+			case n < 2:
+				if h.child != nil && !h.dead {
+					h.notify("notifications/tools/list_changed")
+				}
 			case n < 30:
 				h.call([...]string{"echo", "echo", "danger"}[rng.IntN(3)])
 			case n < 62:
@@ -320,8 +363,9 @@ func TestProxyCoreRandomInterleavings(t *testing.T) {
 			seen[k] += n
 		}
 	}
-	// Not vacuous: the seeds reach the suspects, sent alone, and the errors.
-	for _, k := range []string{"suspects waiting", "suspect in flight", "request crashes the server", "server restarted"} {
+	// Not vacuous: the seeds reach the suspects, sent alone, the handshake replayed while the
+	// host's calls queue, and the errors.
+	for _, k := range []string{"suspects waiting", "suspect in flight", "handshake replayed", "host requests queued", "request crashes the server", "server restarted"} {
 		if seen[k] == 0 {
 			t.Errorf("no step went through %q: %v", k, seen)
 		}
