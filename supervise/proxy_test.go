@@ -215,9 +215,10 @@ func TestProxyChaos(t *testing.T) {
 	}
 
 	// The killer: SIGKILL the current child on a seeded schedule, each time a new one, once
-	// it serves. Killed a fixed time after its process appeared, a child on a loaded machine
-	// died before it answered anything, every time: no request was answered until the
-	// kills ended, and the test measured the machine's load, not the proxy.
+	// it serves (it has started, and the host has had an answer since). Killed a fixed time
+	// after its process appeared, a child on a loaded machine died before it answered
+	// anything, every time: no request was answered until the kills ended, and the test
+	// measured the machine's load, not the proxy.
 	rng := rand.New(rand.NewPCG(seed, seed))
 	prev, kills := 0, 0
 	for kills < crashes {
@@ -228,6 +229,9 @@ func TestProxyChaos(t *testing.T) {
 		if !tpAwaitServing(logPath, pid, 10*time.Second) {
 			t.Errorf("child %d did not start serving within 10 s", pid)
 			break
+		}
+		for n, deadline := h.Answers(), time.Now().Add(10*time.Second); h.Answers() == n && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
 		}
 		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
 		if err := killPid(pid); err == nil {
