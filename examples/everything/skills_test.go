@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayrt/relay/internal/conformance"
 	"github.com/relayrt/relay/mcp"
 )
 
@@ -126,4 +127,23 @@ func TestSEP2640_SkillsDeclaredListedAndVerifiable(t *testing.T) {
 			t.Errorf("a directory read of a file: want -32602, got %s %v", r.Result, r.Error)
 		}
 	})
+}
+
+// TestConformance_SkillsScenariosRunEveryCheck runs the official suite's Skills scenarios
+// (0.2 line) against this server on Streamable HTTP: every check must succeed, and none may
+// be skipped, as all were while the server did not declare the extension.
+func TestConformance_SkillsScenariosRunEveryCheck(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	suite := conformance.Prepare(ctx, t)
+	addr := startHTTP(ctx, t)
+	for _, sc := range []string{"sep-2640-skills-directory", "sep-2640-skills-enumeration", "sep-2640-skills-manifest"} {
+		checks := suite.RunScenario(ctx, t, "http://"+addr+"/mcp", sc)
+		for _, c := range checks {
+			if c.Status != "SUCCESS" {
+				t.Errorf("%s: %s is %s: %s", sc, c.ID, c.Status, c.ErrorMessage)
+			}
+		}
+		t.Logf("%s: %d checks, all SUCCESS", sc, len(checks))
+	}
 }
