@@ -278,13 +278,21 @@ func parseFrontmatter(md []byte) (*frontmatter, error) {
 		}
 		off += i + 1
 	}
-	var fields map[string]any
-	if err := yaml.Unmarshal(block, &fields); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(block, &doc); err != nil {
 		return nil, fmt.Errorf("its frontmatter is not valid YAML: %w", err)
+	}
+	v, err := yamlValue(&doc, 0)
+	if err != nil {
+		return nil, fmt.Errorf("its frontmatter: %w", err)
+	}
+	fields, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("its frontmatter must be a YAML mapping of fields")
 	}
 	raw, err := json.Marshal(fields)
 	if err != nil {
-		return nil, fmt.Errorf("its frontmatter cannot be rendered as JSON (every key must be a string): %w", err)
+		return nil, fmt.Errorf("its frontmatter cannot be rendered as JSON: %w", err)
 	}
 	fm := &frontmatter{raw: raw}
 	fm.name, _ = fields["name"].(string)
@@ -300,6 +308,57 @@ func parseFrontmatter(md []byte) (*frontmatter, error) {
 		}
 	}
 	return fm, nil
+}
+
+// yamlValue renders a YAML node as JSON values, verbatim: a timestamp stays the string it
+// was written as (a plain decode would turn 2024-01-01 into a time), mapping keys are their
+// text. depth bounds the nesting, aliases included.
+func yamlValue(n *yaml.Node, depth int) (any, error) {
+	if depth > 64 {
+		return nil, errors.New("nested more than 64 levels deep")
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return yamlValue(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		return yamlValue(n.Alias, depth+1)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("line %d: a key must be a scalar", k.Line)
+			}
+			v, err := yamlValue(n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := yamlValue(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	switch n.ShortTag() {
+	case "!!null", "!!bool", "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		return v, nil
+	}
+	return n.Value, nil // strings, timestamps, and any other tag: as written
 }
 
 // cutLine reports whether b starts with a line that is want (then spaces or tabs), and

@@ -169,3 +169,18 @@ func TestSkills_NestedSkillsShareFilesButNeverDisagree(t *testing.T) {
 		t.Fatalf("a refused skill must leave the one it would replace: %v", r)
 	}
 }
+
+func TestSkills_FrontmatterIsVerbatim(t *testing.T) {
+	// SEP-2640 Frontmatter: every field the author wrote, rendered as JSON; a date stays the
+	// text it was written as, as the YAML 1.2 core schema reads it.
+	md := "---\nname: refunds\ndescription: >-\n  Refund\n  per policy.\ncreated: 2024-01-01\nversion: 1.5\n" +
+		"count: 3\nbeta: false\nnothing: ~\ntags: [a, 'b']\nbase: &b {k: v}\nmetadata: *b\n---\n"
+	s := skillServer(t, nil, &mcp.Skill{Path: "refunds", Files: map[string][]byte{"SKILL.md": []byte(md)}})
+	r := result(t, connect(t, s).call(1, "skills/get", `{"uri":"skill://refunds/SKILL.md",`+modernMeta+`}`))
+	raw, _ := json.Marshal(r["skill"].(map[string]any)["frontmatter"])
+	want := `{"base":{"k":"v"},"beta":false,"count":3,"created":"2024-01-01","description":"Refund per policy.",` +
+		`"metadata":{"k":"v"},"name":"refunds","nothing":null,"tags":["a","b"],"version":1.5}`
+	if string(raw) != want {
+		t.Fatalf("frontmatter\n%s\nwant\n%s", raw, want)
+	}
+}
