@@ -64,6 +64,7 @@ func URLElicitationRequired(message string, elicitations ...*ElicitParams) error
 	return e
 }
 
+// Error says what the handler needs: the user at a URL first.
 func (e *URLElicitationRequiredError) Error() string {
 	return "mcp: URL elicitation required: " + e.Message
 }
