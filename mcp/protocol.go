@@ -52,7 +52,9 @@ type Implementation struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	WebsiteURL  string `json:"websiteUrl,omitempty"`
-	Icons       []Icon `json:"icons,omitempty"` // images a client may show for it (2025-11-25 on)
+	// Icons are images a client may show for it (2025-11-25 on). A server's info is in the
+	// _meta of every 2026-07-28 result: give it URLs rather than data: URIs.
+	Icons []Icon `json:"icons,omitempty"`
 }
 
 func errInvalidParams(format string, args ...any) *jsonrpc.Error {

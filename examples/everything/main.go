@@ -154,7 +154,8 @@ func newServer() *mcp.Server {
 }
 
 func addTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "test_simple_text", Description: "Returns one text item."},
+	mcp.AddTool(s, &mcp.Tool{Name: "test_simple_text", Description: "Returns one text item.",
+		Icons: []mcp.Icon{mcp.DataIcon("image/png", pngImage, "2x2")}}, // checked by the suites' schema validation
 		func(ctx context.Context, req *mcp.CallToolRequest, in noArgs) (*mcp.CallToolResult, error) {
 			return mcp.TextResult("This is a simple text response for testing."), nil
 		})
