@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -42,19 +43,21 @@ type event struct {
 	run    func(notify func(method string, params any) error) // evRun
 }
 
-// entry is the dispatcher's record of one request in flight. It fits the allocator's 144-byte
-// size class; size is an int32 so that it still does.
+// entry is the dispatcher's record of one request in flight, and the request's context (see
+// context.go). It fits the allocator's 176-byte size class; size is an int32 so that it
+// still does.
 type entry struct {
-	req       Request // one allocation for both
-	key       string  // the id, copied: nothing a handler does to req.ID can lose the entry
-	cancel    context.CancelCauseFunc
-	size      int32 // bytes of the frame it holds, counted against the budget
-	cancelled bool  // by the peer
-	abandoned bool  // at the drain deadline
-	batch     *batch
-	calls     *[]string   // our requests to the peer on its behalf (rare: made by the first)
-	w         *worker     // the worker running it; nil once it is detached
-	end       func(error) // the Observer's end, for a detached request
+	req       Request       // one allocation for both
+	key       string        // the id, copied: nothing a handler does to req.ID can lose the entry
+	size      int32         // bytes of the frame it holds, counted against the budget
+	state     atomic.Uint32 // of the context: ctxRunning, or why it ended
+	cancelled bool          // by the peer
+	abandoned bool          // at the drain deadline
+	requestCtx
+	batch *batch
+	calls *[]string   // our requests to the peer on its behalf (rare: made by the first)
+	w     *worker     // the worker running it; nil once it is detached
+	end   func(error) // the Observer's end, for a detached request
 }
 
 // batch collects the answers to the members of one JSON-RPC batch.
@@ -226,7 +229,7 @@ func (d *dispatcher) beginDrain() {
 func (d *dispatcher) abandon() {
 	for _, e := range d.table {
 		e.abandoned = true
-		e.cancel(ErrAbandoned)
+		e.endCtx(ctxAbandoned)
 	}
 }
 
@@ -356,7 +359,7 @@ func (d *dispatcher) cancel(id jsonrpc.ID) {
 		return // unknown or finished: ignored, as every profile allows
 	}
 	e.cancelled = true
-	e.cancel(ErrCancelled)
+	e.endCtx(ctxCancelled)
 }
 
 func (d *dispatcher) response(m jsonrpc.Message) {
@@ -450,9 +453,7 @@ func (d *dispatcher) shutdown() {
 
 func (d *dispatcher) start(e *entry, h Handler) {
 	d.actors++
-	ctx, cancel := context.WithCancelCause(d.base)
-	e.cancel = cancel
-	d.runWorker(job{ctx: ctx, e: e, h: h})
+	d.runWorker(job{e: e, h: h})
 }
 
 // runActor is the body of a request actor. Its frame sits under every handler's, and a few
@@ -630,7 +631,7 @@ func (d *dispatcher) done(ctx context.Context, e *entry, frame []byte, err error
 	if err != nil {
 		ev = d.failed(ctx, e, err)
 	}
-	e.cancel(nil)
+	e.endCtx(ctxFinished)
 	d.send(ev)
 }
 

@@ -92,7 +92,7 @@ func dial(t *testing.T, p runtime.Profile, opts ...runtime.Option) *conn {
 	t.Helper()
 	opts = append([]runtime.Option{runtime.WithLogger(zap.NewNop())}, opts...)
 	srv := runtime.NewServer(p, opts...)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "serve"))
 	c := &conn{t: t, in: make(chan runtime.Inbound, 16), out: make(chan []byte, 4096), done: make(chan error, 1), stop: cancel}
 	go func() { c.done <- srv.Serve(ctx, c.in, c.out) }()
 	t.Cleanup(func() {

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"slices"
 	"time"
 )
@@ -25,9 +24,8 @@ type worker struct {
 
 // job is one request for a worker to run as its actor.
 type job struct {
-	ctx context.Context
-	e   *entry
-	h   Handler
+	e *entry // and the request's context
+	h Handler
 }
 
 // workerIdle is how long an idle worker waits for another request, at least, before it ends.
@@ -53,7 +51,7 @@ func (d *dispatcher) runWorker(j job) {
 // that the worker is idle again.
 func (d *dispatcher) work(w *worker) {
 	for j := range w.jobs {
-		d.runActor(j.ctx, j.e, j.h)
+		d.runActor(j.e, j.e, j.h)
 	}
 }
 
