@@ -21,15 +21,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // this client passes: each must run and pass, with no failed check.
 var passing = map[string][]string{
 	"2026-07-28": {"tools_call", "request-metadata", "http-standard-headers", "http-custom-headers",
-		"http-invalid-tool-headers", "json-schema-ref-no-deref", "json-schema-2020-12-preservation"},
-	"2025-11-25": {"initialize", "tools_call", "sse-retry", "json-schema-2020-12-preservation"},
+		"http-invalid-tool-headers", "json-schema-ref-no-deref", "json-schema-2020-12-preservation",
+		"sep-2322-client-request-state"},
+	"2025-11-25": {"initialize", "tools_call", "sse-retry", "json-schema-2020-12-preservation",
+		"elicitation-sep1034-client-defaults"},
 }
 
 // notYet are the core scenarios this client does not pass yet, and why.
-var notYet = map[string]string{
-	"sep-2322-client-request-state":       "input_required results are not retried with inputResponses and requestState yet",
-	"elicitation-sep1034-client-defaults": "the client does not answer elicitation/create yet",
-}
+var notYet = map[string]string{}
 
 // The official suite's client scenarios (conformance-0.2 client --requirements), run
 // against this program: the core scenarios listed in passing pass; the others are named

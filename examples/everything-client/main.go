@@ -44,7 +44,8 @@ func main() {
 }
 
 func run(ctx context.Context, url, scenario, version string) error {
-	opts := []client.Option{client.WithClientInfo(mcp.Implementation{Name: "relay-everything-client", Version: "0.1.0"})}
+	opts := []client.Option{client.WithClientInfo(mcp.Implementation{Name: "relay-everything-client", Version: "0.1.0"}),
+		client.WithElicitation(accept), client.WithSampling(sample), client.WithRoots(roots)}
 	if version != "" {
 		opts = append(opts, client.WithVersion(version))
 	}
@@ -111,6 +112,23 @@ func call(ctx context.Context, c *client.Client, name string, args any) {
 	case res.IsError:
 		warn("tools/call "+name, fmt.Errorf("the tool failed"))
 	}
+}
+
+// accept answers every elicitation as a user who submits the form untouched: the client
+// fills each field the schema gives a default.
+func accept(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+}
+
+// sample answers every sampling request with one line of text, as a model would.
+func sample(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	content, _ := json.Marshal(map[string]any{"type": "text", "text": "Hello from relay-everything-client"})
+	return &mcp.CreateMessageResult{Role: "assistant", Model: "relay-everything-client", Content: content, StopReason: "endTurn"}, nil
+}
+
+// roots lists one root, the working directory.
+func roots(ctx context.Context) ([]mcp.Root, error) {
+	return []mcp.Root{{URI: "file:///tmp", Name: "tmp"}}, nil
 }
 
 func warn(what string, err error) { fmt.Fprintf(os.Stderr, "everything-client: %s: %v\n", what, err) }

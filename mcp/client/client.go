@@ -31,8 +31,10 @@ type Client struct {
 }
 
 // ErrInputRequired is returned by a call that a 2026-07-28 server answered with an
-// input_required result: this client cannot provide input yet.
-var ErrInputRequired = errors.New("mcp/client: the server asked for input, which this client does not provide yet")
+// input_required result that the client could not answer: it asked for something no
+// handler serves (give the client WithElicitation, WithSampling or WithRoots), or it kept
+// asking past maxInputRounds retries.
+var ErrInputRequired = errors.New("mcp/client: the server asked for input this client cannot provide")
 
 // An Option configures Connect.
 type Option interface{ apply(*options) }
@@ -45,6 +47,10 @@ type options struct {
 	info            mcp.Implementation
 	version         string
 	discoverTimeout time.Duration
+
+	elicit func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	roots  func(ctx context.Context) ([]mcp.Root, error)
 }
 
 // WithClientInfo sets the name and version the client reports (default "relay-client").
@@ -58,7 +64,8 @@ func WithClientInfo(info mcp.Implementation) Option {
 func WithVersion(v string) Option { return optionFunc(func(o *options) { o.version = v }) }
 
 // WithDiscoverTimeout bounds the wait for the answer to server/discover, after which the
-// server is taken for one of the initialize generation (default 5s).
+// server is taken for one of the initialize generation (default 5s). It applies only when
+// the generation is detected: with WithVersion only Connect's context bounds the wait.
 func WithDiscoverTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.discoverTimeout = d })
 }
@@ -73,7 +80,7 @@ func Connect(ctx context.Context, t Transport, opts ...Option) (*Client, error) 
 	if o.version != "" && o.version != mcp.Version20260728 && !isLegacy(o.version) {
 		return nil, fmt.Errorf("mcp/client: unknown protocol version %q", o.version)
 	}
-	cn, err := t.dial(ctx)
+	cn, err := t.dial(ctx, o.serve)
 	if err != nil {
 		return nil, err
 	}
@@ -156,17 +163,37 @@ type request struct {
 	headers map[string]string
 }
 
-// call sends r and returns the raw result.
+// call sends r and returns the raw result. A 2026-07-28 result that asks for input is
+// answered through the client's handlers and the request sent again, with a new id, until
+// it completes (MCP 2026-07-28, Basic › Patterns › Multi-round-trip requests).
 func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.RawMessage, error) {
 	var co callOptions
 	for _, opt := range opts {
 		opt.applyCall(&co)
 	}
-	id := jsonrpc.IntID(c.ids.Add(1))
 	params := r.params
-	if params == nil {
-		params = map[string]any{}
+	for round := 0; ; round++ {
+		res, err := c.send(ctx, r, params, &co)
+		if err != nil {
+			return nil, err
+		}
+		switch rt, err := resultType(res); {
+		case err != nil:
+			return nil, err
+		case rt != "input_required":
+			return res, nil
+		case round == maxInputRounds:
+			return nil, fmt.Errorf("%w: %s was still asking after %d rounds", ErrInputRequired, r.method, round)
+		}
+		if params, err = c.answerInputs(ctx, res, params); err != nil {
+			return nil, err
+		}
 	}
+}
+
+// send sends r once, with params, under a new id, and returns the raw result.
+func (c *Client) send(ctx context.Context, r request, params map[string]any, co *callOptions) (json.RawMessage, error) {
+	id := jsonrpc.IntID(c.ids.Add(1))
 	meta := map[string]any{}
 	if c.modern {
 		c.addModernMeta(meta)
@@ -177,10 +204,14 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 	if co.progress != nil {
 		meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
 	}
-	if len(meta) > 0 {
-		params["_meta"] = meta
+	wire := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		wire[k] = v
 	}
-	body, err := json.Marshal(params)
+	if len(meta) > 0 {
+		wire["_meta"] = meta
+	}
+	body, err := json.Marshal(wire)
 	if err != nil {
 		return nil, err
 	}
@@ -202,35 +233,28 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 			}
 		}
 	}
-	res, err := c.conn.call(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	return res, checkResultType(res)
+	return c.conn.call(ctx, out)
 }
 
-// checkResultType applies MCP 2026-07-28, Basic › resultType: a missing value is
-// "complete" (so legacy results pass), input_required is not served yet, anything else
-// is invalid.
-func checkResultType(res json.RawMessage) error {
+// resultType reads a result's type (MCP 2026-07-28, Basic › resultType): a missing value
+// is "complete", so legacy results pass; an unknown one is invalid.
+func resultType(res json.RawMessage) (string, error) {
 	raw := jsonrpc.Field(res, "resultType")
 	if raw == nil {
-		return nil
+		return "complete", nil
 	}
 	var rt string
 	json.Unmarshal(raw, &rt)
 	switch rt {
-	case "complete":
-		return nil
-	case "input_required":
-		return ErrInputRequired
+	case "complete", "input_required":
+		return rt, nil
 	}
-	return fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
+	return "", fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
 }
 
 func (c *Client) addModernMeta(meta map[string]any) {
 	meta[mcp.MetaProtocolVersion] = c.version
-	meta[mcp.MetaClientCapabilities] = map[string]any{}
+	meta[mcp.MetaClientCapabilities] = c.o.capabilities()
 	meta[mcp.MetaClientInfo] = c.o.info
 }
 

@@ -60,14 +60,14 @@ var generations = []struct {
 	{"pinned-2025-11-25", []client.Option{client.WithVersion(mcp.Version20251125)}, false, mcp.Version20251125},
 }
 
-// each runs f for every transport and generation.
-func each(t *testing.T, f func(t *testing.T, c *client.Client)) {
+// each runs f for every transport and generation, with the client options opts.
+func each(t *testing.T, f func(t *testing.T, c *client.Client), opts ...client.Option) {
 	for _, tr := range transports {
 		for _, g := range generations {
 			t.Run(tr.name+"/"+g.name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				c, err := client.Connect(ctx, tr.open(t), g.opts...)
+				c, err := client.Connect(ctx, tr.open(t), append(slices.Clip(g.opts), opts...)...)
 				if err != nil {
 					t.Fatalf("Connect: %v", err)
 				}
@@ -97,10 +97,10 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"block", "echo", "fail", "image", "log", "progress"}
+		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
-			t.Fatalf("tools %v, want %v (page size 2: three pages)", names, want)
+			t.Fatalf("tools %v, want %v (page size 2: four pages)", names, want)
 		}
 	})
 }
@@ -387,5 +387,106 @@ func TestD_ChildThatDiesFailsCallsWithErrClosed(t *testing.T) {
 	}
 	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "x"}); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("call after the death: %v", err)
+	}
+}
+
+// askHandlers answer the fixture's ask tool: the elicitation leaves age out, which its
+// schema's default fills.
+var askHandlers = []client.Option{
+	client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if p.Message != "Who are you?" {
+			return nil, fmt.Errorf("elicitation %q", p.Message)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ann"}}, nil
+	}),
+	client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		blocks, err := mcp.DecodeSamplingContent(p.Messages[0].Content)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "echo",
+			Content: mustJSON(map[string]any{"type": "text", "text": "you said " + blocks[0].(*mcp.TextContent).Text})}, nil
+	}),
+	client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
+		return []mcp.Root{{URI: "file:///a"}, {URI: "file:///b"}}, nil
+	}),
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// The server's questions reach the client's handlers in both generations: as
+// server-to-client requests under the initialize generation, as input_required results
+// retried with inputResponses under 2026-07-28 (MCP 2026-07-28, Basic › Patterns ›
+// Multi-round-trip requests).
+func TestHandlersAnswerWhatTheServerAsks(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "ask", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "accept Ann 30: you said hello, 2 roots"
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != want || res.IsError {
+			t.Fatalf("ask: %#v, want %q", res.Content[0], want)
+		}
+	}, askHandlers...)
+}
+
+// A client with no handler declares no capability, and a question it cannot answer is an
+// error that names what is missing, not a hang.
+func TestNoHandlerIsAClearError(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := c.CallTool(ctx, "ask", map[string]any{})
+		if err == nil && !res.IsError {
+			t.Fatalf("ask answered without handlers: %#v", res.Content)
+		}
+		msg := fmt.Sprint(err)
+		if res != nil && len(res.Content) > 0 {
+			msg = res.Content[0].(*mcp.TextContent).Text
+		}
+		if !strings.Contains(msg, "elicitation") {
+			t.Fatalf("the error does not name what is missing: %s", msg)
+		}
+	})
+}
+
+// Close ends the handlers still answering the server's requests (their context ends) and
+// waits for them: no goroutine outlives the client (goleak checks it at the end).
+func TestCloseEndsTheHandlersAnsweringTheServer(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			started := make(chan struct{})
+			c, err := client.Connect(context.Background(), tr.open(t), client.WithVersion(mcp.Version20251125),
+				client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+					close(started)
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				res, err := c.CallTool(context.Background(), "ask", map[string]any{})
+				if err == nil && !res.IsError {
+					err = fmt.Errorf("the call succeeded: %#v", res.Content)
+				} else {
+					err = nil // an error, or the tool's failure if the server was quick to answer
+				}
+				done <- err
+			}()
+			<-started
+			c.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

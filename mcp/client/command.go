@@ -37,7 +37,7 @@ func Command(name string, args ...string) *CommandTransport {
 	return &CommandTransport{Command: exec.Command(name, args...)}
 }
 
-func (t *CommandTransport) dial(ctx context.Context) (conn, error) {
+func (t *CommandTransport) dial(ctx context.Context, serve serveFunc) (conn, error) {
 	cmd := t.Command
 	if cmd == nil {
 		return nil, errors.New("mcp/client: CommandTransport without a Command")
@@ -66,7 +66,7 @@ func (t *CommandTransport) dial(ctx context.Context) (conn, error) {
 	frames := make(chan []byte, 16)
 	readCtx, stopReading := context.WithCancel(context.Background())
 	readerDone := make(chan struct{})
-	s := newStream(frames)
+	s := newStream(frames, serve)
 	go func() { // the reader actor
 		defer close(readerDone)
 		defer close(frames)

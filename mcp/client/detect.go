@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -20,13 +21,15 @@ func isLegacy(v string) bool { return slices.Contains(mcp.LegacyVersions, v) }
 func (c *Client) start(ctx context.Context) error {
 	switch {
 	case c.o.version == mcp.Version20260728:
+		// Pinned: nothing to detect, so no discover timeout either; only ctx bounds the
+		// wait for a server that is slow to answer.
 		c.modern, c.version = true, mcp.Version20260728
-		return c.discoverOrRetry(ctx)
+		return c.discoverOrRetry(ctx, 0)
 	case c.o.version != "":
 		return c.initialize(ctx, c.o.version)
 	}
 	c.modern, c.version = true, mcp.Version20260728
-	err := c.discoverOrRetry(ctx)
+	err := c.discoverOrRetry(ctx, c.o.discoverTimeout)
 	var rpc *jsonrpc.Error
 	if err == nil {
 		return nil
@@ -50,11 +53,11 @@ func (c *Client) start(ctx context.Context) error {
 // discoverOrRetry sends server/discover, and once more when a modern server refused the
 // first with -32022 but names 2026-07-28 among its versions: never a fall back to
 // initialize then (MCP 2026-07-28, Versioning).
-func (c *Client) discoverOrRetry(ctx context.Context) error {
-	err := c.discover(ctx)
+func (c *Client) discoverOrRetry(ctx context.Context, timeout time.Duration) error {
+	err := c.discover(ctx, timeout)
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) && rpc.Code == mcp.CodeUnsupportedProtocolVersion && supports(rpc.Data, mcp.Version20260728) {
-		err = c.discover(ctx)
+		err = c.discover(ctx, timeout)
 	}
 	return err
 }
@@ -76,10 +79,15 @@ func isModernError(code int64) bool {
 		code == mcp.CodeUnsupportedProtocolVersion
 }
 
-// discover sends server/discover and keeps what it says of the server.
-func (c *Client) discover(ctx context.Context) error {
-	dctx, cancel := context.WithTimeout(ctx, c.o.discoverTimeout)
-	defer cancel()
+// discover sends server/discover and keeps what it says of the server. A timeout > 0
+// bounds the wait for its answer.
+func (c *Client) discover(ctx context.Context, timeout time.Duration) error {
+	dctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	res, err := c.call(dctx, request{method: "server/discover"})
 	if err != nil {
 		return err
@@ -116,7 +124,7 @@ func (c *Client) initialize(ctx context.Context, version string) error {
 	c.modern, c.version = false, ""
 	res, err := c.call(ctx, request{method: "initialize", params: map[string]any{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{},
+		"capabilities":    c.o.capabilities(),
 		"clientInfo":      c.o.info,
 	}})
 	if err != nil {
@@ -137,5 +145,13 @@ func (c *Client) initialize(ctx context.Context, version string) error {
 		return fmt.Errorf("mcp/client: the server answered initialize with version %q, which this client does not speak", r.ProtocolVersion)
 	}
 	c.version, c.caps, c.info, c.instructions = r.ProtocolVersion, r.Capabilities, r.ServerInfo, r.Instructions
-	return c.notify(ctx, "notifications/initialized", map[string]any{})
+	if err := c.notify(ctx, "notifications/initialized", map[string]any{}); err != nil {
+		return err
+	}
+	if l, ok := c.conn.(interface {
+		listen(ctx context.Context, version string)
+	}); ok {
+		l.listen(ctx, c.version) // over HTTP: the session's own event stream
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
@@ -24,6 +25,10 @@ type scripted struct {
 func (s *scripted) start(t *testing.T, answer func(w http.ResponseWriter, id json.RawMessage, method string, n int)) string {
 	s.counts = map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusMethodNotAllowed) // no event stream of the session's own
+			return
+		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -130,4 +135,22 @@ func TestA15_UnsupportedVersionWithoutOursFailsWithoutInitialize(t *testing.T) {
 	if got := s.seen(); slices.Contains(got, "initialize") {
 		t.Fatalf("fell back to initialize: %v", got)
 	}
+}
+
+// A pinned 2026-07-28 has nothing to detect: a server slower than the discover timeout is
+// waited for (only Connect's context bounds it), not given up on.
+func TestPinnedVersionWaitsPastTheDiscoverTimeout(t *testing.T) {
+	var s scripted
+	url := s.start(t, func(w http.ResponseWriter, id json.RawMessage, method string, n int) {
+		time.Sleep(200 * time.Millisecond) // four discover timeouts
+		reply(w, 200, map[string]any{"id": id, "result": map[string]any{"resultType": "complete",
+			"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{},
+			"serverInfo": map[string]any{"name": "slow", "version": "1"}, "ttlMs": 0, "cacheScope": "private"}})
+	})
+	c, err := client.Connect(context.Background(), client.HTTP(url),
+		client.WithVersion(mcp.Version20260728), client.WithDiscoverTimeout(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 }

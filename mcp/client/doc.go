@@ -36,16 +36,25 @@
 // server takes as the cancellation. WithProgress receives a call's notifications/progress;
 // WithNotifications receives the other notifications the server ties to a call (logs).
 //
+// # What a server asks of its client
+//
+// WithElicitation, WithSampling and WithRoots give the client handlers for what a server
+// asks (elicitation/create, sampling/createMessage, roots/list) and declare the matching
+// capabilities. Under the initialize generation the server sends them as requests: each is
+// answered by a goroutine of its own (at most 64 at once), on a stdio or in-memory stream,
+// on a POST's event stream, or on the session's own event stream, which the client opens
+// with GET after initialize; notifications/cancelled from the server ends the handler's
+// context on a stream transport. Under 2026-07-28 the server answers input_required
+// instead: the client asks its handlers, then sends the request again with a new id, the
+// answers as inputResponses and the requestState untouched, for at most 16 rounds (MCP
+// 2026-07-28, Basic › Patterns › Multi-round-trip requests). A question no handler
+// answers ends the call with ErrInputRequired, or is answered "method not found".
+//
 // # Not yet
 //
-// This is the first slice. Not yet implemented: answering what a server asks of its client
-// (sampling, elicitation and roots as server-to-client requests, and input_required
-// results retried with inputResponses and requestState: a call that gets one returns
-// ErrInputRequired; server-to-client requests other than ping are answered "method not
-// found"), subscriptions (subscriptions/listen and resources/subscribe), completions,
+// Not yet implemented: URL-mode elicitation and sampling with tools in the declared
+// capabilities, subscriptions (subscriptions/listen and resources/subscribe), completions,
 // logging/setLevel, tasks, restarting a child that died, re-initializing after an HTTP
-// 404 for an ended session, the standalone GET stream of the initialize generation (a
-// POST's event stream that ends early is resumed with Last-Event-ID, though), the
-// x-mcp-header arguments of a tool that was not listed first, and the fallback to the
-// deprecated HTTP+SSE transport of 2024-11-05.
+// 404 for an ended session, the x-mcp-header arguments of a tool that was not listed
+// first, and the fallback to the deprecated HTTP+SSE transport of 2024-11-05.
 package client

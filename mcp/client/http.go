@@ -47,16 +47,26 @@ type httpConn struct {
 	t  *HTTPTransport
 	hc *http.Client
 
+	// The server's requests on a response stream are answered by goroutines of their own,
+	// at most maxServing at once, which close ends and waits for.
+	serve     serveFunc
+	slots     chan struct{}
+	serving   sync.WaitGroup
+	closed    context.Context
+	endServes context.CancelFunc
+
 	mu      sync.Mutex
 	session string // Mcp-Session-Id of the initialize generation
 }
 
-func (t *HTTPTransport) dial(ctx context.Context) (conn, error) {
+func (t *HTTPTransport) dial(ctx context.Context, serve serveFunc) (conn, error) {
 	hc := t.Client
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &httpConn{t: t, hc: hc}, nil
+	h := &httpConn{t: t, hc: hc, serve: serve, slots: make(chan struct{}, maxServing)}
+	h.closed, h.endServes = context.WithCancel(context.Background())
+	return h, nil
 }
 
 func (h *httpConn) newRequest(ctx context.Context, method string, body []byte, r *outgoing) (*http.Request, error) {
@@ -263,15 +273,119 @@ func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.Ra
 			r.note(m.Method, append(json.RawMessage(nil), m.Params...))
 		}
 	case jsonrpc.KindRequest:
-		req, err := h.newRequest(ctx, http.MethodPost, answerServerRequest(m), &outgoing{version: r.version})
-		if err == nil {
-			if resp, err := h.do(req); err == nil {
-				io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-				resp.Body.Close()
-			}
-		}
+		h.answerServer(ctx, m, r.version)
 	}
 	return nil, false, nil
+}
+
+// answerServer answers a request the server made on a response stream (the initialize
+// generation: MCP 2025-11-25, Transports › Streamable HTTP › Sending Messages to the
+// Client) through the client's handlers, in a goroutine of its own, and POSTs the answer.
+// The handler's context ends with the call that carried the request, or with close.
+func (h *httpConn) answerServer(ctx context.Context, m jsonrpc.Message, version string) {
+	params := append(json.RawMessage(nil), m.Params...)
+	post := func(ctx context.Context, frame []byte) {
+		req, err := h.newRequest(ctx, http.MethodPost, frame, &outgoing{version: version})
+		if err != nil {
+			return
+		}
+		if resp, err := h.do(req); err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+		}
+	}
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		post(ctx, jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the client is answering too many requests at once: ask again later"}))
+		return
+	}
+	h.mu.Lock() // close ends h.closed under mu: no goroutine starts once it waits for them
+	if h.closed.Err() != nil {
+		h.mu.Unlock()
+		<-h.slots
+		return
+	}
+	h.serving.Add(1)
+	h.mu.Unlock()
+	hctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(h.closed, cancel)
+	go func() {
+		defer h.serving.Done()
+		defer func() { <-h.slots }()
+		defer cancel()
+		defer stop()
+		res, err := h.serve(hctx, m.Method, params)
+		if hctx.Err() == nil {
+			post(hctx, reply(m.ID, res, err))
+		}
+	}()
+}
+
+// listen opens the session's standalone event stream (MCP 2025-11-25, Transports ›
+// Streamable HTTP › Listening for Messages from the Server), on which a server of the
+// initialize generation sends the requests and notifications that belong to no call of
+// ours, and keeps it open until close, resuming it with Last-Event-ID when it ends. A
+// server that offers none (405) is left alone. The first GET is answered before listen
+// returns, or ctx ends: a server asks on the stream only once it is open.
+func (h *httpConn) listen(ctx context.Context, version string) {
+	h.mu.Lock()
+	if h.closed.Err() != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.serving.Add(1)
+	h.mu.Unlock()
+	r := &outgoing{version: version}
+	var lastID string
+	open := func() *http.Response {
+		req, err := h.newRequest(h.closed, http.MethodGet, nil, r)
+		if err != nil {
+			return nil
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := h.do(req)
+		if err != nil {
+			return nil
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close() // 405: no stream offered; 404: the session ended
+			return nil
+		}
+		return resp
+	}
+	ready := make(chan struct{})
+	go func() {
+		defer h.serving.Done()
+		resp := open()
+		close(ready)
+		retry := time.Second
+		for failures := 0; resp != nil || (lastID != "" && failures < 10); {
+			if resp != nil {
+				failures = 0
+				h.events(h.closed, resp.Body, r, &lastID, &retry)
+				resp.Body.Close()
+			} else {
+				failures++
+			}
+			t := time.NewTimer(retry)
+			select {
+			case <-t.C:
+			case <-h.closed.Done():
+				t.Stop()
+				return
+			}
+			resp = open()
+		}
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
 }
 
 func (h *httpConn) notify(ctx context.Context, r *outgoing) error {
@@ -294,6 +408,10 @@ func (h *httpConn) notify(ctx context.Context, r *outgoing) error {
 // close ends a session of the initialize generation with DELETE (MCP 2025-11-25,
 // Transports › Session Management); a server may refuse it, which changes nothing here.
 func (h *httpConn) close() error {
+	h.mu.Lock()
+	h.endServes()
+	h.mu.Unlock()
+	h.serving.Wait()
 	h.mu.Lock()
 	sid := h.session
 	h.session = ""

@@ -113,6 +113,29 @@ func newFixture() *mcp.Server {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Ask the client for a name, a completion and its roots."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			who, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{
+					"name": map[string]any{"type": "string"},
+					"age":  map[string]any{"type": "integer", "default": 30},
+				}}})
+			if err != nil {
+				return nil, err
+			}
+			said, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []mcp.SamplingMessage{mcp.NewSamplingMessage("user", &mcp.TextContent{Text: "hello"})}})
+			if err != nil {
+				return nil, err
+			}
+			blocks, _ := said.Blocks()
+			roots, err := req.ListRoots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return mcp.TextResult(fmt.Sprintf("%s %v %v: %s, %d roots", who.Action, who.Content["name"], who.Content["age"],
+				blocks[0].(*mcp.TextContent).Text, len(roots.Roots))), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return an image."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1, 2, 3}, MimeType: "image/png"}}}, nil

@@ -11,8 +11,10 @@ import (
 
 // stream is a conn over a bidirectional stream of frames (a child's stdio, an in-memory
 // connection). Three actors: the reader, which gives each frame to the router; the router,
-// which owns the table of calls in flight; the writer, which takes frames from out. Callers
-// only send messages to them.
+// which owns the table of calls in flight and of the server's requests being answered; the
+// writer, which takes frames from out. Callers only send messages to them. Each request of
+// the server is answered by a goroutine of its own, which the router starts and close
+// waits for.
 type stream struct {
 	out     chan []byte   // to the writer actor; closed by close
 	outMu   sync.RWMutex  // held to send on out, and taken alone to close it
@@ -23,11 +25,20 @@ type stream struct {
 	once    sync.Once
 	stop    func() error  // after out is closed: ends the peer, waits for the reader and writer
 	done    chan struct{} // closed when the router returned
+
+	serve     serveFunc
+	serving   sync.WaitGroup     // the goroutines answering the server's requests
+	serveCtx  context.Context    // their context: ends when the stream closes
+	endServes context.CancelFunc // ends serveCtx
 }
 
+// maxServing bounds the server's requests answered at once; more are refused.
+const maxServing = 64
+
 type routeMsg struct {
-	id   string
-	call *streamCall // nil: forget id
+	id     string
+	call   *streamCall // nil: forget id
+	served bool        // the server's request id has been answered: forget it
 }
 
 type streamCall struct {
@@ -43,9 +54,10 @@ type streamReply struct {
 // newStream returns a stream whose writer actor must take s.out until it is closed, and
 // starts its router over frames, which the reader actor closes when it ends. The transport
 // sets stop before the stream is used.
-func newStream(frames <-chan []byte) *stream {
+func newStream(frames <-chan []byte, serve serveFunc) *stream {
 	s := &stream{out: make(chan []byte, 64), mailbox: make(chan routeMsg),
-		closing: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{})}
+		closing: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{}), serve: serve}
+	s.serveCtx, s.endServes = context.WithCancel(context.Background())
 	go s.route(frames)
 	return s
 }
@@ -110,12 +122,14 @@ func (s *stream) close() error {
 	var err error
 	s.once.Do(func() {
 		close(s.closing) // a sender blocked on a full out (a peer that stopped reading) lets go of outMu
+		s.endServes()    // the handlers answering the server's requests give up
 		s.outMu.Lock()
 		s.outShut = true
 		close(s.out)
 		s.outMu.Unlock()
 		err = s.stop()
 		<-s.done
+		s.serving.Wait() // the router is gone: nobody starts another
 	})
 	return err
 }
@@ -124,12 +138,19 @@ func (s *stream) close() error {
 func (s *stream) route(frames <-chan []byte) {
 	defer close(s.done)
 	calls := map[string]*streamCall{}
+	serving := map[string]context.CancelFunc{} // the server's requests being answered, by id
 	for {
 		select {
 		case m := <-s.mailbox:
-			if m.call != nil {
+			switch {
+			case m.served:
+				if end := serving[m.id]; end != nil {
+					end()
+					delete(serving, m.id)
+				}
+			case m.call != nil:
 				calls[m.id] = m.call
-			} else {
+			default:
 				delete(calls, m.id)
 			}
 		case f, ok := <-frames:
@@ -138,14 +159,17 @@ func (s *stream) route(frames <-chan []byte) {
 				for _, c := range calls {
 					c.reply <- streamReply{err: ErrClosed}
 				}
+				for _, end := range serving {
+					end()
+				}
 				return
 			}
-			s.frame(f, calls)
+			s.frame(f, calls, serving)
 		}
 	}
 }
 
-func (s *stream) frame(f []byte, calls map[string]*streamCall) {
+func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[string]context.CancelFunc) {
 	m, err := jsonrpc.Decode(f)
 	if err != nil && m.Kind != jsonrpc.KindResponse {
 		return
@@ -163,6 +187,14 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall) {
 		}
 		c.reply <- streamReply{result: append(json.RawMessage(nil), m.Result...)}
 	case jsonrpc.KindNotification:
+		if m.Method == "notifications/cancelled" {
+			// The server gave up a request it made of us (MCP 2025-11-25, Utilities ›
+			// Cancellation): its handler's context ends, its answer is not sent.
+			if end := serving[string(jsonrpc.Field(m.Params, "requestId"))]; end != nil {
+				end()
+			}
+			return
+		}
 		c := calls[string(progressTokenOf(m.Method, m.Params))]
 		if c == nil && len(calls) == 1 {
 			// A log message names no request: it is the one call's in flight, when there
@@ -175,16 +207,41 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall) {
 			c.note(m.Method, append(json.RawMessage(nil), m.Params...))
 		}
 	case jsonrpc.KindRequest:
-		// Never a blocking send from the router: the writer may be stuck on a peer that
-		// waits for us to read. A full queue drops the answer; the server's request times out.
-		s.outMu.RLock()
-		if !s.outShut {
-			select {
-			case s.out <- answerServerRequest(m):
-			default:
-			}
+		id := string(m.ID)
+		if serving[id] != nil || len(serving) >= maxServing || s.serveCtx.Err() != nil {
+			s.trySend(jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "the client is answering too many requests at once (or closing): ask again later"}))
+			return
 		}
-		s.outMu.RUnlock()
+		ctx, end := context.WithCancel(s.serveCtx)
+		serving[id] = end
+		s.serving.Add(1)
+		go s.answer(ctx, m.ID, m.Method, append(json.RawMessage(nil), m.Params...))
+	}
+}
+
+// answer answers one request of the server through the client's handlers, unless the server
+// cancelled it meanwhile, then tells the router it is done.
+func (s *stream) answer(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) {
+	defer s.serving.Done()
+	res, err := s.serve(ctx, method, params)
+	if ctx.Err() == nil {
+		s.send(ctx, reply(id, res, err))
+	}
+	s.tell(routeMsg{id: string(id), served: true})
+}
+
+// trySend queues frame unless the writer's queue is full. The router never blocks on a
+// send: the writer may be stuck on a peer that waits for us to read. A full queue drops
+// the frame; the server's request times out.
+func (s *stream) trySend(frame []byte) {
+	s.outMu.RLock()
+	defer s.outMu.RUnlock()
+	if !s.outShut {
+		select {
+		case s.out <- frame:
+		default:
+		}
 	}
 }
 
@@ -197,12 +254,14 @@ func progressTokenOf(method string, params json.RawMessage) []byte {
 	return jsonrpc.Field(params, "progressToken")
 }
 
-// answerServerRequest answers what a server of the initialize generation asks its client:
-// ping, and "method not found" for everything this client does not serve yet.
-func answerServerRequest(m jsonrpc.Message) []byte {
-	if m.Method == "ping" {
-		return jsonrpc.AppendResult(nil, m.ID, []byte("{}"))
+// reply is the answer to the server's request id: res, or err as a JSON-RPC error.
+func reply(id jsonrpc.ID, res json.RawMessage, err error) []byte {
+	if err != nil {
+		rpc, ok := err.(*jsonrpc.Error)
+		if !ok {
+			rpc = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return jsonrpc.AppendError(nil, id, rpc)
 	}
-	return jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-		Message: "Method not found: this client does not serve " + m.Method + " yet"})
+	return jsonrpc.AppendResult(nil, id, res)
 }

@@ -1,0 +1,192 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+)
+
+// WithElicitation lets the server ask the user for input in form mode (elicitation/create;
+// MCP 2025-11-25 and 2026-07-28, Client Features › Elicitation): fn shows p.Message and the
+// form p.RequestedSchema describes, and returns the user's answer. A field of the schema
+// that an accepted answer leaves out gets the schema's default, as a form prefilled with
+// its defaults would send it (SEP-1034). The client declares elicitation.form; URL mode
+// is not declared yet.
+func WithElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)) Option {
+	return optionFunc(func(o *options) { o.elicit = fn })
+}
+
+// WithSampling lets the server ask the client's model for a completion
+// (sampling/createMessage; Client Features › Sampling). The client declares sampling;
+// sampling with tools (sampling.tools) is not declared yet.
+func WithSampling(fn func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)) Option {
+	return optionFunc(func(o *options) { o.sample = fn })
+}
+
+// WithRoots lets the server list the directories and files the client exposes
+// (roots/list; Client Features › Roots).
+func WithRoots(fn func(ctx context.Context) ([]mcp.Root, error)) Option {
+	return optionFunc(func(o *options) { o.roots = fn })
+}
+
+// maxInputRounds bounds the retries of one call answered input_required again and again.
+const maxInputRounds = 16
+
+// capabilities is the client's capabilities object: what its handlers answer.
+func (o *options) capabilities() map[string]any {
+	caps := map[string]any{}
+	if o.elicit != nil {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	if o.sample != nil {
+		caps["sampling"] = map[string]any{}
+	}
+	if o.roots != nil {
+		caps["roots"] = map[string]any{}
+	}
+	return caps
+}
+
+// serveFunc answers one request a server makes of its client: a result, or an error (a
+// *jsonrpc.Error is sent as it is).
+type serveFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+// serve answers what a server asks of this client, through the handlers it was given: as a
+// server-to-client request under the initialize generation, as one input request of an
+// input_required result under 2026-07-28.
+func (o *options) serve(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var res any
+	var err error
+	switch {
+	case method == "ping":
+		return json.RawMessage("{}"), nil
+	case method == "elicitation/create" && o.elicit != nil:
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams(method, err)
+		}
+		var r *mcp.ElicitResult
+		if r, err = o.elicit(ctx, &p); err == nil && r != nil && r.Action == "accept" {
+			r.Content = withDefaults(p.RequestedSchema, r.Content)
+		}
+		res = r
+	case method == "sampling/createMessage" && o.sample != nil:
+		var p mcp.CreateMessageParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams(method, err)
+		}
+		res, err = o.sample(ctx, &p)
+	case method == "roots/list" && o.roots != nil:
+		var roots []mcp.Root
+		if roots, err = o.roots(ctx); err == nil {
+			if roots == nil {
+				roots = []mcp.Root{}
+			}
+			res = mcp.ListRootsResult{Roots: roots}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "Method not found: this client has no handler for " + method}
+	}
+	if err != nil {
+		var rpc *jsonrpc.Error
+		if errors.As(err, &rpc) {
+			return nil, rpc
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	raw, err := json.Marshal(res)
+	if err == nil && string(raw) == "null" {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client's " + method + " handler gave no answer"}
+	}
+	return raw, err
+}
+
+func invalidParams(method string, err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("the params of %s do not decode: %v", method, err)}
+}
+
+// withDefaults fills the fields of content that schema's properties give a default and
+// content leaves out.
+func withDefaults(schema any, content map[string]any) map[string]any {
+	s, _ := schema.(map[string]any)
+	props, _ := s["properties"].(map[string]any)
+	for name, p := range props {
+		p, _ := p.(map[string]any)
+		def, ok := p["default"]
+		if !ok {
+			continue
+		}
+		if _, set := content[name]; set {
+			continue
+		}
+		if content == nil {
+			content = map[string]any{}
+		}
+		content[name] = def
+	}
+	return content
+}
+
+// inputRequired is an input_required result (MCP 2026-07-28, Basic › Patterns ›
+// Multi-round-trip requests).
+type inputRequired struct {
+	InputRequests map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	} `json:"inputRequests"`
+	RequestState *string `json:"requestState"`
+}
+
+// answerInputs answers each input request of res through the handlers, and returns the
+// params of the retry: the original params, the answers as inputResponses under the same
+// keys, and requestState echoed untouched, or left out when res had none.
+func (c *Client) answerInputs(ctx context.Context, res json.RawMessage, params map[string]any) (map[string]any, error) {
+	var ir inputRequired
+	if err := json.Unmarshal(res, &ir); err != nil {
+		return nil, fmt.Errorf("mcp/client: an input_required result that does not decode: %w", err)
+	}
+	responses := make(map[string]json.RawMessage, len(ir.InputRequests))
+	for key, q := range ir.InputRequests {
+		switch q.Method {
+		case "elicitation/create", "sampling/createMessage", "roots/list":
+		default:
+			return nil, fmt.Errorf("%w: it asked for %q, which is not an input request", ErrInputRequired, q.Method)
+		}
+		if !c.o.handles(q.Method) {
+			return nil, fmt.Errorf("%w: it asked for %s, which this client has no handler for", ErrInputRequired, q.Method)
+		}
+		answer, err := c.o.serve(ctx, q.Method, q.Params)
+		if err != nil {
+			return nil, fmt.Errorf("mcp/client: answering the server's %s: %w", q.Method, err)
+		}
+		responses[key] = answer
+	}
+	retry := make(map[string]any, len(params)+2)
+	for k, v := range params {
+		retry[k] = v
+	}
+	retry["inputResponses"] = responses
+	delete(retry, "requestState")
+	if ir.RequestState != nil {
+		retry["requestState"] = *ir.RequestState
+	}
+	return retry, nil
+}
+
+// handles reports whether a handler answers method.
+func (o *options) handles(method string) bool {
+	switch method {
+	case "elicitation/create":
+		return o.elicit != nil
+	case "sampling/createMessage":
+		return o.sample != nil
+	case "roots/list":
+		return o.roots != nil
+	}
+	return false
+}
