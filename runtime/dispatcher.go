@@ -43,9 +43,10 @@ type event struct {
 	run    func(notify func(method string, params any) error) // evRun
 }
 
-// entry is the dispatcher's record of one request in flight, and the request's context (see
-// context.go). It fits the allocator's 176-byte size class; size is an int32 so that it
-// still does.
+// entry is the dispatcher's record of one request in flight, the request's context (see
+// context.go), and, once its handler has returned a Continuation, the record of the goroutine
+// that runs it. A request parked in its handler keeps it, so it fits the allocator's
+// 160-byte size class: size is an int32, and what few requests need is in more.
 type entry struct {
 	req       Request       // one allocation for both
 	key       string        // the id, copied: nothing a handler does to req.ID can lose the entry
@@ -54,10 +55,28 @@ type entry struct {
 	cancelled bool          // by the peer
 	abandoned bool          // at the drain deadline
 	requestCtx
+	more *entryMore
+	w    *worker      // the worker running it; nil once it is detached
+	next Continuation // detached: the rest of the handler, until it returns
+}
+
+// entryMore is what only some requests need: members of a batch, requests that call the
+// peer, and requests run under an Observer. The dispatcher makes it with the entry if the
+// request is in a batch or observed (so that the request's actor never races it to make it),
+// or else at the first call to the peer.
+type entryMore struct {
 	batch *batch
-	calls *[]string   // our requests to the peer on its behalf (rare: made by the first)
-	w     *worker     // the worker running it; nil once it is detached
-	end   func(error) // the Observer's end, for a detached request
+	calls []string        // our requests to the peer on its behalf
+	end   func(error)     // observed and detached: the Observer's end
+	ctx   context.Context // observed and detached: the context the Observer gave the handler
+}
+
+// batch returns the request's batch, or nil.
+func (e *entry) batch() *batch {
+	if e.more == nil {
+		return nil
+	}
+	return e.more.batch
 }
 
 // batch collects the answers to the members of one JSON-RPC batch.
@@ -409,7 +428,10 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 			"Invalid request: this id is already in flight; use a new id for each request")))
 		return
 	}
-	e := &entry{req: Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}, batch: b}
+	e := &entry{req: Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}}
+	if b != nil || d.s.opts.observer != nil {
+		e.more = &entryMore{batch: b}
+	}
 	r := d.session.Route(&e.req)
 	if r.Handler == nil {
 		var frame []byte
@@ -487,7 +509,7 @@ func (d *dispatcher) handled(ctx context.Context, e *entry, result *any, err *er
 func (d *dispatcher) report(ctx context.Context, e *entry, result any, err error) {
 	if err == nil {
 		if next, ok := result.(Continuation); ok {
-			d.detach(ctx, e, next)
+			d.detach(e, next) // ctx is e: not observed
 			return
 		}
 	}
@@ -525,49 +547,48 @@ func (d *dispatcher) handle(ctx context.Context, e *entry, h Handler) (frame []b
 // then on: it holds the request's place in the table until it reports, as a worker does.
 //
 //go:noinline
-func (d *dispatcher) detach(ctx context.Context, e *entry, next Continuation) {
+func (d *dispatcher) detach(e *entry, next Continuation) {
 	d.send(event{kind: evDetached, e: e})
-	c := &detached{ctx: ctx, e: e, next: next}
-	go c.run()
+	e.next = next
+	go e.runDetached()
 }
 
-// detached is a request whose handler goes on in a continuation, on a goroutine of its own.
-type detached struct {
-	ctx    context.Context
-	e      *entry
-	next   Continuation
-	result any // what next returned
-	err    error
-}
-
-// run is the goroutine of a detached request. Its frame, and the one word its call of the
-// continuation takes, are all that sit between the goroutine's start and the continuation
+// runDetached is the goroutine of a detached request. Its frame, and the one word its call of
+// the continuation takes, are all that sit between the goroutine's start and the continuation
 // (it recovers a panic itself, with no helper between), so that a continuation that only
 // waits stays within the initial stack; the result is encoded after it has returned, in
-// continued.
-func (c *detached) run() {
-	defer c.continued()
-	c.result, c.err = c.next()
+// continued. e.next is nil once the continuation has returned.
+func (e *entry) runDetached() {
+	defer e.detachedPanic()
+	result, err := e.next()
+	e.next = nil
+	e.req.d.continued(e, result, err)
 }
 
-// continued is run's deferred end: a panic is the request's error.
-func (c *detached) continued() {
-	if p := recover(); p != nil {
-		c.result, c.err = nil, &actors.PanicError{Value: p, Stack: debug.Stack()}
+// detachedPanic is runDetached's deferred end: a panic of the continuation's is the request's
+// error.
+func (e *entry) detachedPanic() {
+	if e.next == nil {
+		return // returned, and reported
 	}
-	c.e.req.d.continued(c)
+	p := recover()
+	e.next = nil
+	e.req.d.continued(e, nil, &actors.PanicError{Value: p, Stack: debug.Stack()})
 }
 
 // continued reports a continuation's end as runActor reports a handler's; a Continuation that
 // it returned is called in turn, on the same goroutine.
 //
 //go:noinline
-func (d *dispatcher) continued(c *detached) {
-	ctx, e, result, err := c.ctx, c.e, c.result, c.err
-	c.result, c.err = nil, nil
+func (d *dispatcher) continued(e *entry, result any, err error) {
+	var ctx context.Context = e
+	var end func(error)
+	if e.more != nil && e.more.ctx != nil {
+		ctx, end = e.more.ctx, e.more.end
+	}
 	if next, ok := result.(Continuation); ok && err == nil {
-		c.next = next
-		c.run()
+		e.next = next
+		e.runDetached()
 		return
 	}
 	var frame []byte
@@ -577,7 +598,7 @@ func (d *dispatcher) continued(c *detached) {
 			return nil
 		})
 	}
-	frame, err = ended(e.end, frame, err)
+	frame, err = ended(end, frame, err)
 	d.done(ctx, e, frame, err)
 }
 
@@ -604,8 +625,8 @@ func (d *dispatcher) runObserved(ctx context.Context, e *entry, h Handler) {
 		return err
 	})
 	if next != nil {
-		e.end = end // for the continuation's goroutine, which starts after this
-		d.detach(ctx, e, next)
+		e.more.ctx, e.more.end = ctx, end // for the continuation's goroutine, which starts after this
+		d.detach(e, next)
 		return
 	}
 	frame, err = ended(end, frame, err)
@@ -713,10 +734,10 @@ func (d *dispatcher) event(ev event) {
 		d.nextCall++
 		id := jsonrpc.ID(strconv.AppendInt(nil, d.nextCall, 10))
 		d.pending[string(id)] = ev.call
-		if e.calls == nil {
-			e.calls = new([]string)
+		if e.more == nil {
+			e.more = &entryMore{}
 		}
-		*e.calls = append(*e.calls, string(id))
+		e.more.calls = append(e.more.calls, string(id))
 		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
 	case evDetached:
 		d.becameIdle(e.w)
@@ -739,7 +760,7 @@ func (d *dispatcher) event(ev event) {
 				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
 			}
 		}
-		d.finish(e.batch, e.req.ID, frame)
+		d.finish(e.batch(), e.req.ID, frame)
 	}
 }
 
@@ -750,8 +771,8 @@ func (d *dispatcher) forget(e *entry) {
 		delete(d.table, e.key)
 		d.bytes -= int(e.size)
 	}
-	if e.calls != nil {
-		for _, id := range *e.calls {
+	if e.more != nil {
+		for _, id := range e.more.calls {
 			delete(d.pending, id)
 		}
 	}
