@@ -86,7 +86,7 @@ func (s *Server) AddSkill(sk *Skill) error {
 
 // AddSkillFS serves the skill whose directory is fsys (fs.Sub picks one out of a larger
 // tree) at path, as AddSkill does: every regular file under fsys's root is a file of the
-// skill. It stops reading past the limits.
+// skill. It stops at the limits, before reading a file that would pass them.
 func (s *Server) AddSkillFS(path string, fsys fs.FS) error {
 	sk := &Skill{Path: path, Files: map[string][]byte{}}
 	total := 0
@@ -100,11 +100,16 @@ func (s *Server) AddSkillFS(path string, fsys fs.FS) error {
 		if len(sk.Files) == MaxSkillFiles {
 			return fmt.Errorf("more than %d files", MaxSkillFiles)
 		}
+		if info, err := fs.Stat(fsys, name); err != nil {
+			return err
+		} else if int64(total)+info.Size() > MaxSkillBytes { // before reading: a huge file is never loaded
+			return fmt.Errorf("more than %d bytes of files", MaxSkillBytes)
+		}
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
 		}
-		if total += len(data); total > MaxSkillBytes {
+		if total += len(data); total > MaxSkillBytes { // it grew since
 			return fmt.Errorf("more than %d bytes of files", MaxSkillBytes)
 		}
 		sk.Files[name] = data

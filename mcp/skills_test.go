@@ -2,7 +2,9 @@ package mcp_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -182,5 +184,37 @@ func TestSkills_FrontmatterIsVerbatim(t *testing.T) {
 		`"metadata":{"k":"v"},"name":"refunds","nothing":null,"tags":["a","b"],"version":1.5}`
 	if string(raw) != want {
 		t.Fatalf("frontmatter\n%s\nwant\n%s", raw, want)
+	}
+}
+
+// hugeFS reports huge.bin as larger than a skill may be, and fails if it is opened.
+type hugeFS struct{ fstest.MapFS }
+
+type hugeInfo struct{ fs.FileInfo }
+
+func (hugeInfo) Size() int64 { return mcp.MaxSkillBytes + 1 }
+
+func (h hugeFS) Stat(name string) (fs.FileInfo, error) {
+	info, err := h.MapFS.Stat(name)
+	if name == "huge.bin" && err == nil {
+		info = hugeInfo{info}
+	}
+	return info, err
+}
+
+func (h hugeFS) Open(name string) (fs.File, error) {
+	if name == "huge.bin" {
+		return nil, errors.New("opened a file that its size should have refused")
+	}
+	return h.MapFS.Open(name)
+}
+
+func TestSkills_AddSkillFSStopsAtTheLimitsBeforeReading(t *testing.T) {
+	// SEP-2640 Limits: 16 MiB per skill. A file that would pass them is refused by its size,
+	// without being read: memory stays bounded whatever the directory holds.
+	fsys := hugeFS{fstest.MapFS{"SKILL.md": {Data: []byte(refundsMD)}, "huge.bin": {Data: []byte("x")}}}
+	s := mcp.NewServer(mcp.Implementation{Name: "s", Version: "1"}, nil)
+	if err := s.AddSkillFS("refunds", fsys); err == nil || !strings.Contains(err.Error(), "bytes of files") {
+		t.Fatalf("want the size limit, got %v", err)
 	}
 }
