@@ -200,7 +200,7 @@ func (s *Server) finish(ctx context.Context, f *feature, req *Request, stop cont
 	raw = s.modernResult(raw)
 	if f.cacheable && complete {
 		ttl := s.opts.CacheTTL
-		if req.retrying {
+		if req.meta.retrying {
 			ttl = 0 // results of input_required retries must not be reused
 		}
 		raw = s.cacheable(raw, ttl)
@@ -277,7 +277,7 @@ func (s *Server) resumeInput(ctx context.Context, req *Request, target string, a
 		for k, v := range st.Answers {
 			answers[k] = v
 		}
-		req.retrying = true
+		req.meta.retrying = true
 	}
 	if raw := responses; raw != nil {
 		var got map[string]json.RawMessage
@@ -287,7 +287,7 @@ func (s *Server) resumeInput(ctx context.Context, req *Request, target string, a
 		for k, v := range got {
 			answers[k] = v
 		}
-		req.retrying = true
+		req.meta.retrying = true
 	}
 	req.rounds().answers = answers
 	return nil

@@ -43,9 +43,11 @@ type requestMeta struct {
 	version       string
 	clientCaps    json.RawMessage
 	progressToken json.RawMessage // raw string or integer; nil when absent
+	peer          *runtime.Peer   // the legacy session's client, told later of completed URL elicitations
 	logLevel      int8            // index into levelRank; -1 sends no log messages
 	modern        bool
-	peer          *runtime.Peer // the legacy session's client, told later of completed URL elicitations
+	retrying      bool // the request carried inputResponses or requestState
+	sentProgress  bool // in the padding after the others: a Request stays in 176 bytes
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
@@ -53,7 +55,7 @@ type requestMeta struct {
 // Request belongs to one handler invocation and is not safe for concurrent use.
 //
 // A tool call that waits keeps its Request for as long as it waits, so it holds only what the
-// handler may still need (184 bytes); what only routing and argument decoding need is in the
+// handler may still need (176 bytes); what only routing and argument decoding need is in the
 // handler's routing, given back before the tool is called (see routing.run).
 type Request struct {
 	rt     *runtime.Request
@@ -62,8 +64,6 @@ type Request struct {
 	params *paramValues // in the routing; nil once a tool runs on its own goroutine
 
 	lastProgress float64
-	sentProgress bool
-	retrying     bool // the request carried inputResponses or requestState
 
 	input *inputRounds // 2026-07-28 only, made when answers come in or the handler asks
 
@@ -116,10 +116,10 @@ func (r *Request) ProgressToken() json.RawMessage { return r.meta.progressToken 
 // does nothing. progress must increase from call to call (calls that do not are dropped, as
 // the protocol requires); total and message may be zero.
 func (r *Request) Progress(progress, total float64, message string) error {
-	if r.meta.progressToken == nil || (r.sentProgress && progress <= r.lastProgress) {
+	if r.meta.progressToken == nil || (r.meta.sentProgress && progress <= r.lastProgress) {
 		return nil
 	}
-	r.sentProgress, r.lastProgress = true, progress
+	r.meta.sentProgress, r.lastProgress = true, progress
 	return r.rt.Notify("notifications/progress", progressParams{
 		Token: r.meta.progressToken, Progress: progress, Total: total, Message: message,
 	})
