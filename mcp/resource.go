@@ -123,8 +123,8 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	var vars map[string]string
 	if r := reg.resources[uri]; r != nil {
 		read = r.read
-	} else if f := reg.skills.file(uri); f != nil { // a skill's supporting file (skills.go)
-		read = f.read
+	} else if h := reg.skills.reader(uri); h != nil { // a skill's supporting file (skills.go)
+		read = h
 	} else {
 		for _, k := range reg.templateKeys {
 			t := reg.templates[k]

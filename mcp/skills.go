@@ -53,6 +53,14 @@ type Skill struct {
 	// name and description (agentskills.io/specification), and any supporting files
 	// ("references/FORMS.md", "scripts/extract.py").
 	Files map[string][]byte
+	// Live, when not nil, makes the skill dynamic (SEP-2640 Resources: "dynamic"), for
+	// content that is generated or changes while it is served: its entry publishes no
+	// manifest ("resources": "dynamic", which some hosts decline to load), and every file
+	// but SKILL.md, and every directory, is read from Live when a client asks for it (at
+	// most MaxSkillBytes a file). SKILL.md is still Files' alone: its frontmatter is the
+	// entry's, which must not change under a host. Live must be safe for concurrent use, as
+	// os.DirFS is.
+	Live fs.FS
 }
 
 // SkillURI returns the URI of the SKILL.md of the skill at path, which names the skill in
@@ -140,6 +148,7 @@ type skill struct {
 	entry   json.RawMessage // {"uri","frontmatter","resources"}, as skills/list and skills/get give it
 	files   []*skillFile    // SKILL.md first
 	listing *resource       // SKILL.md as resources/list shows it
+	live    fs.FS           // a dynamic skill's files (Skill.Live)
 }
 
 func (sk *skill) definition() json.RawMessage { return sk.entry }
@@ -190,10 +199,13 @@ func newSkill(sk *Skill) (*skill, error) {
 	if fm.name != name {
 		return nil, fail("SKILL.md's frontmatter names the skill %q, but the path ends in %q; they must be the same", fm.name, name)
 	}
+	if sk.Live != nil && len(sk.Files) != 1 {
+		return nil, fail("a dynamic skill (Live) takes SKILL.md from Files and every other file from Live")
+	}
 	if len(sk.Files) > MaxSkillFiles {
 		return nil, fail("%d files, more than the %d every host must accept", len(sk.Files), MaxSkillFiles)
 	}
-	out := &skill{uri: SkillURI(sk.Path), root: "skill://" + sk.Path}
+	out := &skill{uri: SkillURI(sk.Path), root: "skill://" + sk.Path, live: sk.Live}
 	total := 0
 	for rel, data := range sk.Files {
 		if !fs.ValidPath(rel) || rel == "." {
@@ -232,11 +244,15 @@ func newSkill(sk *Skill) (*skill, error) {
 	for i, f := range out.files {
 		manifest[i] = manifestEntry{f.uri, f.digest, len(f.data)}
 	}
+	var resources any = manifest
+	if sk.Live != nil {
+		resources = "dynamic"
+	}
 	out.entry, err = json.Marshal(struct {
 		URI         string          `json:"uri"`
 		Frontmatter json.RawMessage `json:"frontmatter"`
-		Resources   []manifestEntry `json:"resources"`
-	}{out.uri, fm.raw, manifest})
+		Resources   any             `json:"resources"`
+	}{out.uri, fm.raw, resources})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -384,8 +400,20 @@ func cutLine(b []byte, want string) ([]byte, bool) {
 	return nil, false
 }
 
-// mimeTypeOf names a file's type by its extension, for the files skills hold most.
+// mimeTypeOf names a file's type by its extension, or else by whether it is text.
 func mimeTypeOf(name string, data []byte) string {
+	if t := extMimeType(name); t != "" {
+		return t
+	}
+	if utf8.Valid(data) {
+		return "text/plain"
+	}
+	return "application/octet-stream"
+}
+
+// extMimeType names a file's type by its extension, for the files skills hold most; "" for
+// another extension.
+func extMimeType(name string) string {
 	switch strings.ToLower(path.Ext(name)) {
 	case ".md", ".markdown":
 		return "text/markdown"
@@ -418,10 +446,7 @@ func mimeTypeOf(name string, data []byte) string {
 	case ".pdf":
 		return "application/pdf"
 	}
-	if utf8.Valid(data) {
-		return "text/plain"
-	}
-	return "application/octet-stream"
+	return ""
 }
 
 // skillSet is what a registry snapshot serves of skills, derived from them once per change.
@@ -430,6 +455,7 @@ type skillSet struct {
 	uris  []string              // sorted: the order of skills/list
 	files map[string]*skillFile // every file of every skill, by URI
 	dirs  map[string]*skillDir  // every directory of every skill, by URI
+	live  []*skill              // the dynamic skills, longest root first
 }
 
 // skillDir is a directory of a skill: its children, files and directories.
@@ -452,11 +478,99 @@ func (ss *skillSet) all() map[string]*skill {
 	return ss.byURI
 }
 
-func (ss *skillSet) file(uri string) *skillFile {
+// reader returns what reads the skill file at uri, or nil when no skill has it: a file of
+// the manifest, or one a dynamic skill reads when asked.
+func (ss *skillSet) reader(uri string) ResourceHandler {
 	if ss == nil {
 		return nil
 	}
-	return ss.files[uri]
+	if f := ss.files[uri]; f != nil {
+		return f.read
+	}
+	sk, rel := ss.liveAt(uri)
+	if sk == nil || rel == "." {
+		return nil
+	}
+	return func(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) {
+		info, err := fs.Stat(sk.live, rel)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && info.IsDir()) {
+			return nil, ErrResourceNotFound
+		}
+		if err == nil && info.Size() > MaxSkillBytes {
+			err = fmt.Errorf("%s is %d bytes, more than the %d a skill may hold", uri, info.Size(), MaxSkillBytes)
+		}
+		var data []byte
+		if err == nil {
+			data, err = fs.ReadFile(sk.live, rel)
+		}
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: reading " + uri + ": " + err.Error()}
+		}
+		f := &skillFile{uri: uri, mimeType: mimeTypeOf(rel, data), data: data}
+		return f.read(nil, nil)
+	}
+}
+
+// liveAt finds the dynamic skill whose directory holds uri, and uri's path in it ("." for
+// the skill's root); nil when no dynamic skill does, or the path is not a valid one.
+func (ss *skillSet) liveAt(uri string) (*skill, string) {
+	for _, sk := range ss.live {
+		rest, ok := strings.CutPrefix(strings.TrimSuffix(uri, "/"), sk.root)
+		if !ok || (rest != "" && rest[0] != '/') {
+			continue
+		}
+		if rest == "" {
+			return sk, "."
+		}
+		segs := strings.Split(rest[1:], "/")
+		for i, s := range segs {
+			var err error
+			if segs[i], err = url.PathUnescape(s); err != nil {
+				return nil, ""
+			}
+		}
+		rel := strings.Join(segs, "/")
+		if !fs.ValidPath(rel) {
+			return nil, ""
+		}
+		return sk, rel
+	}
+	return nil, ""
+}
+
+// liveDir reads a directory of a dynamic skill as a skillDir; nil when uri is none.
+func (ss *skillSet) liveDir(uri string) *skillDir {
+	sk, rel := ss.liveAt(uri)
+	if sk == nil {
+		return nil
+	}
+	entries, err := fs.ReadDir(sk.live, rel)
+	if err != nil {
+		return nil
+	}
+	d := &skillDir{defs: map[string]json.RawMessage{}}
+	base := strings.TrimSuffix(uri, "/")
+	for _, e := range entries {
+		child := base + "/" + url.PathEscape(e.Name())
+		if child == sk.uri {
+			d.add(child, sk.files[0].def) // SKILL.md is the registered one
+			continue
+		}
+		r := &Resource{URI: child, Name: e.Name(), MimeType: DirectoryMimeType}
+		if !e.IsDir() {
+			r.MimeType = extMimeType(e.Name()) // unknown without reading it: none
+			if info, err := e.Info(); err == nil {
+				r.Size = info.Size()
+			}
+		}
+		def, _ := json.Marshal(r)
+		d.add(child, def)
+	}
+	if rel == "." {
+		d.add(sk.uri, sk.files[0].def)
+	}
+	slices.Sort(d.keys)
+	return d
 }
 
 // declare adds the extension to a snapshot's capabilities when it serves skills.
@@ -506,6 +620,12 @@ func indexSkills(byURI map[string]*skill) (*skillSet, error) {
 	for _, d := range ss.dirs {
 		slices.Sort(d.keys)
 	}
+	for _, sk := range byURI {
+		if sk.live != nil {
+			ss.live = append(ss.live, sk)
+		}
+	}
+	slices.SortFunc(ss.live, func(a, b *skill) int { return len(b.root) - len(a.root) })
 	return ss, nil
 }
 
@@ -554,7 +674,9 @@ func (s *Server) readDirectory(_ context.Context, req *Request) (any, error) {
 	}
 	var d *skillDir
 	if ss := s.reg.Load().skills; ss != nil {
-		d = ss.dirs[strings.TrimSuffix(uri, "/")]
+		if d = ss.liveDir(uri); d == nil {
+			d = ss.dirs[strings.TrimSuffix(uri, "/")]
+		}
 	}
 	if d == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,

@@ -218,3 +218,54 @@ func TestSkills_AddSkillFSStopsAtTheLimitsBeforeReading(t *testing.T) {
 		t.Fatalf("want the size limit, got %v", err)
 	}
 }
+
+func TestSkills_DynamicSkillIsReadLive(t *testing.T) {
+	// SEP-2640 Resources: a skill whose content is generated publishes "resources": "dynamic"
+	// instead of a manifest; its files and directories are read when asked for, so a change
+	// shows at once, and a file it does not have is -32602 as for any resource.
+	live := fstest.MapFS{"report.md": {Data: []byte("v1")}, "data/today.csv": {Data: []byte("a,b\n")}}
+	s := skillServer(t, nil, &mcp.Skill{Path: "reports/daily", Live: live,
+		Files: map[string][]byte{"SKILL.md": []byte("---\nname: daily\ndescription: Today's report.\n---\nRead report.md.\n")}})
+	c := connect(t, s)
+	read := func(id int, uri string) string {
+		r := result(t, c.call(id, "resources/read", `{"uri":"`+uri+`",`+modernMeta+`}`))
+		return r["contents"].([]any)[0].(map[string]any)["text"].(string)
+	}
+	entry := result(t, c.call(1, "skills/get", `{"uri":"skill://reports/daily/SKILL.md",`+modernMeta+`}`))["skill"].(map[string]any)
+	if entry["resources"] != "dynamic" || entry["frontmatter"].(map[string]any)["name"] != "daily" {
+		t.Fatalf("entry: %v", entry)
+	}
+	if got := read(2, "skill://reports/daily/report.md"); got != "v1" {
+		t.Fatalf("read: %q", got)
+	}
+	live["report.md"] = &fstest.MapFile{Data: []byte("v2")}
+	live["extra.txt"] = &fstest.MapFile{Data: []byte("new")}
+	if got := read(3, "skill://reports/daily/report.md"); got != "v2" {
+		t.Fatalf("a dynamic skill is read when asked for: %q", got)
+	}
+	if got := read(4, "skill://reports/daily/SKILL.md"); !strings.HasPrefix(got, "---\nname: daily") {
+		t.Fatalf("SKILL.md is the registered one: %q", got)
+	}
+	dir := result(t, c.call(5, "resources/directory/read", `{"uri":"skill://reports/daily",`+modernMeta+`}`))
+	var children []string
+	for _, ch := range dir["resources"].([]any) {
+		ch := ch.(map[string]any)
+		children = append(children, fmt.Sprint(ch["uri"], " ", ch["mimeType"]))
+	}
+	if want := "skill://reports/daily/SKILL.md text/markdown skill://reports/daily/data inode/directory " +
+		"skill://reports/daily/extra.txt text/plain skill://reports/daily/report.md text/markdown"; strings.Join(children, " ") != want {
+		t.Fatalf("directory:\n%v\nwant\n%v", strings.Join(children, " "), want)
+	}
+	for i, uri := range []string{"skill://reports/daily/nope.md", "skill://reports/daily/data", "skill://reports/daily/%2e%2e/x"} {
+		if got := code(c.call(6+i, "resources/read", `{"uri":"`+uri+`",`+modernMeta+`}`)); got != -32602 {
+			t.Errorf("%s: %d, want -32602", uri, got)
+		}
+	}
+	if got := code(c.call(9, "resources/directory/read", `{"uri":"skill://reports/daily/report.md",`+modernMeta+`}`)); got != -32602 {
+		t.Errorf("a directory read of a live file: %d, want -32602", got)
+	}
+	if err := s.AddSkill(&mcp.Skill{Path: "reports/daily", Live: live, Files: map[string][]byte{
+		"SKILL.md": []byte("---\nname: daily\ndescription: d\n---\n"), "x.md": nil}}); err == nil {
+		t.Error("a dynamic skill's Files hold SKILL.md alone")
+	}
+}
