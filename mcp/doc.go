@@ -4,9 +4,9 @@
 // the initialize generation (2025-03-26, 2025-06-18, 2025-11-25) that every host in use today
 // still speaks.
 //
-// A Server holds what it serves (tools, prompts, resources and their templates, completions)
-// and no protocol state; Profile turns it into a runtime.Profile, whose per-connection
-// Session decides each request's era:
+// A Server holds what it serves (tools, prompts, resources and their templates, completions,
+// and skills, with the Skills extension) and no protocol state; Profile turns it into a
+// runtime.Profile, whose per-connection Session decides each request's era:
 //
 //   - params._meta carries io.modelcontextprotocol/protocolVersion: the request is 2026-07-28
 //     and is served from that request alone;
