@@ -26,6 +26,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if serveSDKChild() {
+		return
+	}
 	dir, err := os.MkdirTemp("", "relay-interop-go-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interop:", err)

@@ -39,6 +39,12 @@ func (c *Client) start(ctx context.Context) error {
 	}
 	if errors.As(err, &rpc) && isModernError(rpc.Code) {
 		if rpc.Code == mcp.CodeUnsupportedProtocolVersion {
+			// The server knows server/discover but offers only versions of the
+			// initialize generation (a server whose modern support is off): retry, as
+			// Versioning says, with a version from its list, which means initialize.
+			if v := newestLegacy(rpc.Data); v != "" {
+				return c.initialize(ctx, v)
+			}
 			return fmt.Errorf("mcp/client: the server speaks 2026-07-28's generation but none of its versions this client knows: %w", err)
 		}
 		return fmt.Errorf("mcp/client: server/discover failed: %w", err)
@@ -67,6 +73,19 @@ func supports(data any, version string) bool {
 	m, _ := data.(map[string]any)
 	list, _ := m["supported"].([]any)
 	return slices.Contains(list, any(version))
+}
+
+// newestLegacy returns the newest version of the initialize generation that the data of a
+// -32022 error lists and this client speaks, or "".
+func newestLegacy(data any) string {
+	m, _ := data.(map[string]any)
+	list, _ := m["supported"].([]any)
+	for _, v := range mcp.LegacyVersions {
+		if slices.Contains(list, any(v)) {
+			return v
+		}
+	}
+	return ""
 }
 
 // errNotDiscover is a server/discover result that is no DiscoverResult: a legacy server
@@ -108,8 +127,13 @@ func (c *Client) discover(ctx context.Context, timeout time.Duration) error {
 		return errNotDiscover
 	}
 	if !slices.Contains(d.SupportedVersions, mcp.Version20260728) {
+		supported := make([]any, len(d.SupportedVersions))
+		for i, v := range d.SupportedVersions {
+			supported[i] = v
+		}
 		return &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion,
-			Message: fmt.Sprintf("the server supports %v, not %s", d.SupportedVersions, mcp.Version20260728)}
+			Message: fmt.Sprintf("the server supports %v, not %s", d.SupportedVersions, mcp.Version20260728),
+			Data:    map[string]any{"supported": supported}}
 	}
 	c.caps, c.instructions, c.info = d.Capabilities, d.Instructions, d.ServerInfo
 	if d.Meta.ServerInfo != nil {

@@ -154,3 +154,28 @@ func TestPinnedVersionWaitsPastTheDiscoverTimeout(t *testing.T) {
 	}
 	c.Close()
 }
+
+// A server that knows server/discover but offers only versions of the initialize
+// generation (-32022 listing them) is retried, as Versioning says, with one of those:
+// the newest this client speaks, through initialize.
+func TestUnsupportedVersionListingOnlyLegacyVersionsMeansInitialize(t *testing.T) {
+	var s scripted
+	url := s.start(t, func(w http.ResponseWriter, id json.RawMessage, method string, n int) {
+		switch method {
+		case "server/discover":
+			reply(w, 400, map[string]any{"id": id, "error": map[string]any{"code": -32022, "message": "Unsupported protocol version",
+				"data": map[string]any{"supported": []string{"2025-06-18", "2025-03-26"}, "requested": "2026-07-28"}}})
+		case "initialize":
+			reply(w, 200, map[string]any{"id": id, "result": map[string]any{"protocolVersion": "2025-06-18",
+				"capabilities": map[string]any{}, "serverInfo": map[string]any{"name": "s", "version": "1"}}})
+		}
+	})
+	c, err := client.Connect(context.Background(), client.HTTP(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Modern() || c.Version() != mcp.Version20250618 {
+		t.Fatalf("modern %v version %q, want 2025-06-18", c.Modern(), c.Version())
+	}
+}
