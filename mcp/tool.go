@@ -174,14 +174,16 @@ type toolRunner interface {
 	detach(ctx context.Context, stop context.CancelFunc) runtime.Continuation
 }
 
-// toolRun is a tool call ready to run: the handler and its decoded arguments. Detached, the
-// closure detach returns is what a tools/call that waits keeps besides its Request (and the
-// runtime's own: the request's entry and context, its goroutine).
+// toolRun is a tool call ready to run: the handler and its decoded arguments. Detached, it
+// and the closure that calls it are what a tools/call that waits keeps besides its Request
+// (and the runtime's own: the request's entry and context, its goroutine).
 type toolRun[In any] struct {
-	req *Request
-	tl  *tool
-	h   ToolHandler[In]
-	in  In
+	req  *Request
+	tl   *tool
+	ctx  context.Context    // detached: the handler's, with its trace and time limit
+	stop context.CancelFunc // detached: ends the time limit; nil without one
+	h    ToolHandler[In]
+	in   In
 }
 
 func (t *toolRun[In]) call(ctx context.Context) (any, error) {
@@ -199,22 +201,21 @@ func (t *toolRun[In]) run(ctx context.Context) (*CallToolResult, error) {
 func (t *toolRun[In]) waits() bool { return t.tl.running.Load() >= waitingCalls }
 
 // detach: the closure it returns is all that sits between the runtime's frames and the
-// tool's, so its calls take few words; and it holds what the call needs itself, copied out
-// of t, which a call that waits then does not keep: one allocation (80 bytes for arguments
-// of one word) instead of t and a closure that points to it (88).
+// tool's, so its frame must stay small: it captures t alone, and keeps only t across the
+// tool's call (a closure that captured t's fields instead, 8 bytes less on the heap, took 64
+// bytes more of the stack the call waits on).
 func (t *toolRun[In]) detach(ctx context.Context, stop context.CancelFunc) runtime.Continuation {
-	h, in, req, tl := t.h, t.in, t.req, t.tl
+	t.ctx, t.stop = ctx, stop
 	return func() (any, error) {
-		res, err := h(ctx, &req.toolCall, in)
-		return finishDetached(ctx, req, tl, stop, res, err)
+		return t.finished(t.h(t.ctx, &t.req.toolCall, t.in))
 	}
 }
 
-// finishDetached is the end of a detached tool call: its result, finished as routing.run
+// finished is the end of a detached tool call: its result, finished as routing.run
 // finishes every request.
-func finishDetached(ctx context.Context, req *Request, tl *tool, stop context.CancelFunc, res *CallToolResult, err error) (any, error) {
-	r, err := req.s.toolReturned(ctx, req, tl, res, err)
-	return req.s.finish(ctx, toolsCall, req, stop, r, err)
+func (t *toolRun[In]) finished(res *CallToolResult, err error) (any, error) {
+	r, err := t.req.s.toolReturned(t.ctx, t.req, t.tl, res, err)
+	return t.req.s.finish(t.ctx, toolsCall, t.req, t.stop, r, err)
 }
 
 // AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is

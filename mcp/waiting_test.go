@@ -23,7 +23,7 @@ func parkingServer(opts *mcp.ServerOptions) (s *mcp.Server, started chan bool, r
 	started, release = make(chan bool, 64), make(chan struct{})
 	mcp.AddTool(s, &mcp.Tool{Name: "park"}, func(ctx context.Context, req *mcp.CallToolRequest, in parkIn) (*mcp.CallToolResult, error) {
 		req.Progress(1, 2, "parked")
-		started <- strings.Contains(string(debug.Stack()), "runtime.(*entry).runDetached")
+		started <- strings.Contains(string(debug.Stack()), "created by github.com/relayrt/relay/runtime.(*dispatcher).detach")
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -164,7 +164,7 @@ func TestContinuation_RunsOnAGoroutineOfItsOwn(t *testing.T) {
 	if goroutine(stacks["quick"]) != goroutine(stacks["first part"]) {
 		t.Errorf("the quick request did not reuse the worker of the first part:\n%s\n%s", stacks["first part"], stacks["quick"])
 	}
-	if !strings.Contains(stacks["continuation"], "runDetached") || strings.Contains(stacks["continuation"], "work(") {
+	if !strings.Contains(stacks["continuation"], "created by github.com/relayrt/relay/runtime.(*dispatcher).detach") || strings.Contains(stacks["continuation"], "work(") {
 		t.Errorf("the continuation did not run on a goroutine of its own:\n%s", stacks["continuation"])
 	}
 }
