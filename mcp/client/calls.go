@@ -187,3 +187,44 @@ func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.call(ctx, request{method: method})
 	return err
 }
+
+// Complete asks the server for completion values of the argument name, whose value so far
+// is value, of a prompt or resource template (ref); args holds the values of the
+// arguments already filled in (Server Features › Utilities › Completion).
+func (c *Client) Complete(ctx context.Context, ref mcp.CompleteReference, name, value string, args map[string]string) (*mcp.CompleteResult, error) {
+	params := map[string]any{"ref": ref, "argument": map[string]string{"name": name, "value": value}}
+	if len(args) > 0 {
+		params["context"] = map[string]any{"arguments": args}
+	}
+	res, err := c.call(ctx, request{method: "completion/complete", params: params})
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		Completion struct {
+			Values  []string `json:"values"`
+			Total   int      `json:"total"`
+			HasMore bool     `json:"hasMore"`
+		} `json:"completion"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil {
+		return nil, fmt.Errorf("mcp/client: a completion/complete result that does not decode: %w", err)
+	}
+	return &mcp.CompleteResult{Values: w.Completion.Values, Total: w.Completion.Total, HasMore: w.Completion.HasMore}, nil
+}
+
+// SetLogLevel asks the server for its log messages at level and above. Under the
+// initialize generation it sends logging/setLevel for the session; under 2026-07-28,
+// which removed that method, every later request carries the level in its _meta
+// (Utilities › Logging), unless WithLogLevel sets another for a call. The messages reach
+// the WithNotifications of the call they belong to.
+func (c *Client) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	if c.modern {
+		c.mu.Lock()
+		c.logLevel = string(level)
+		c.mu.Unlock()
+		return nil
+	}
+	_, err := c.call(ctx, request{method: "logging/setLevel", params: map[string]any{"level": level}})
+	return err
+}

@@ -17,6 +17,7 @@ import (
 // at once; Close ends it.
 type Client struct {
 	conn    conn
+	in      *inbox
 	o       options
 	ids     atomic.Int64
 	modern  bool
@@ -26,8 +27,9 @@ type Client struct {
 	caps         json.RawMessage
 	instructions string
 
-	mu      sync.Mutex
-	headers map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
+	mu       sync.Mutex
+	headers  map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
+	logLevel string                       // 2026-07-28: the level SetLogLevel asked for
 }
 
 // ErrInputRequired is returned by a call that a 2026-07-28 server answered with an
@@ -80,11 +82,12 @@ func Connect(ctx context.Context, t Transport, opts ...Option) (*Client, error) 
 	if o.version != "" && o.version != mcp.Version20260728 && !isLegacy(o.version) {
 		return nil, fmt.Errorf("mcp/client: unknown protocol version %q", o.version)
 	}
-	cn, err := t.dial(ctx, o.serve)
+	in := &inbox{o: &o}
+	cn, err := t.dial(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: cn, o: o, headers: map[string][]mcp.HeaderParam{}}
+	c := &Client{conn: cn, o: o, in: in, headers: map[string][]mcp.HeaderParam{}}
 	if err := c.start(ctx); err != nil {
 		cn.close()
 		return nil, err
@@ -197,8 +200,14 @@ func (c *Client) send(ctx context.Context, r request, params map[string]any, co 
 	meta := map[string]any{}
 	if c.modern {
 		c.addModernMeta(meta)
-		if co.logLevel != "" {
-			meta[mcp.MetaLogLevel] = co.logLevel
+		level := co.logLevel
+		if level == "" {
+			c.mu.Lock()
+			level = c.logLevel
+			c.mu.Unlock()
+		}
+		if level != "" {
+			meta[mcp.MetaLogLevel] = level
 		}
 	}
 	if co.progress != nil {

@@ -97,7 +97,7 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress"}
+		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v (page size 2: four pages)", names, want)
@@ -489,4 +489,97 @@ func TestCloseEndsTheHandlersAnsweringTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCompleteReturnsTheServersValues(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.Complete(context.Background(), mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, "name", "al",
+			map[string]string{"lang": "en"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.Values, []string{"alpha@greet/en", "alps@greet/en"}) || res.Total != 2 {
+			t.Fatalf("completion %+v", res)
+		}
+	})
+}
+
+// SetLogLevel lowers the level for later calls: logging/setLevel for the session under
+// the initialize generation, the request _meta under 2026-07-28.
+func TestSetLogLevelAppliesToLaterCalls(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx := context.Background()
+		if err := c.SetLogLevel(ctx, "debug"); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var levels []string
+		_, err := c.CallTool(ctx, "log", map[string]any{}, client.WithNotifications(func(method string, params json.RawMessage) {
+			var p struct {
+				Level string `json:"level"`
+			}
+			json.Unmarshal(params, &p)
+			mu.Lock()
+			levels = append(levels, p.Level)
+			mu.Unlock()
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(levels, []string{"debug", "warning"}) {
+			t.Fatalf("log levels seen %v, want debug and warning", levels)
+		}
+	})
+}
+
+// Listen hears of a subscribed resource's change in both generations: through
+// subscriptions/listen under 2026-07-28, resources/subscribe under the initialize one.
+func TestListenHearsOfAChangedResource(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		ctx, cancel := context.WithCancel(context.Background())
+		heard := make(chan string, 16)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"test://text"}},
+				func(method string, params json.RawMessage) {
+					var p struct {
+						URI string `json:"uri"`
+					}
+					json.Unmarshal(params, &p)
+					select {
+					case heard <- method + " " + p.URI:
+					default:
+					}
+				})
+		}()
+		// The subscription is in place some time after Listen starts: touch until heard.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case got := <-heard:
+				if got != "notifications/resources/updated test://text" {
+					t.Fatalf("heard %q", got)
+				}
+				break wait
+			case <-tick.C:
+				if _, err := c.CallTool(context.Background(), "touch", map[string]any{"uri": "test://other"}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.CallTool(context.Background(), "touch", map[string]any{"uri": "test://text"}); err != nil {
+					t.Fatal(err)
+				}
+			case <-deadline:
+				t.Fatal("no notification of the change")
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Listen: %v", err)
+		}
+	})
 }

@@ -37,7 +37,7 @@ func Command(name string, args ...string) *CommandTransport {
 	return &CommandTransport{Command: exec.Command(name, args...)}
 }
 
-func (t *CommandTransport) dial(ctx context.Context, serve serveFunc) (conn, error) {
+func (t *CommandTransport) dial(ctx context.Context, in *inbox) (conn, error) {
 	cmd := t.Command
 	if cmd == nil {
 		return nil, errors.New("mcp/client: CommandTransport without a Command")
@@ -66,7 +66,7 @@ func (t *CommandTransport) dial(ctx context.Context, serve serveFunc) (conn, err
 	frames := make(chan []byte, 16)
 	readCtx, stopReading := context.WithCancel(context.Background())
 	readerDone := make(chan struct{})
-	s := newStream(frames, serve)
+	s := newStream(frames, in)
 	go func() { // the reader actor
 		defer close(readerDone)
 		defer close(frames)

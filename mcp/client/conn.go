@@ -11,7 +11,7 @@ import (
 // A Transport is a way to reach a server: *CommandTransport, *HTTPTransport or
 // *MemoryTransport.
 type Transport interface {
-	dial(ctx context.Context, serve serveFunc) (conn, error)
+	dial(ctx context.Context, in *inbox) (conn, error)
 }
 
 // ErrClosed is returned by calls on a Client that was closed, or whose server went away.

@@ -50,11 +50,17 @@
 // 2026-07-28, Basic › Patterns › Multi-round-trip requests). A question no handler
 // answers ends the call with ErrInputRequired, or is answered "method not found".
 //
+// # Subscriptions, completions, logging
+//
+// Listen hears of the changes a mcp.SubscriptionFilter names: one subscriptions/listen
+// request under 2026-07-28, resources/subscribe (and the list_changed notifications a
+// server sends unasked) under the initialize generation. Complete asks for completion
+// values; SetLogLevel sets the level of the server's log messages for later calls.
+//
 // # Not yet
 //
 // Not yet implemented: URL-mode elicitation and sampling with tools in the declared
-// capabilities, subscriptions (subscriptions/listen and resources/subscribe), completions,
-// logging/setLevel, tasks, restarting a child that died, re-initializing after an HTTP
-// 404 for an ended session, the x-mcp-header arguments of a tool that was not listed
-// first, and the fallback to the deprecated HTTP+SSE transport of 2024-11-05.
+// capabilities, tasks, restarting a child that died, re-initializing after an HTTP 404 for
+// an ended session, the x-mcp-header arguments of a tool that was not listed first, and
+// the fallback to the deprecated HTTP+SSE transport of 2024-11-05.
 package client

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -51,14 +52,21 @@ func (o *options) capabilities() map[string]any {
 	return caps
 }
 
-// serveFunc answers one request a server makes of its client: a result, or an error (a
-// *jsonrpc.Error is sent as it is).
-type serveFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+// inbox takes what a server sends its client unasked: requests, which the client's
+// handlers answer, and notifications that belong to no call, which go to the listeners.
+// Every transport is given one when it is dialled.
+type inbox struct {
+	o *options
+
+	mu        sync.Mutex
+	listeners map[*listener]struct{}
+}
 
 // serve answers what a server asks of this client, through the handlers it was given: as a
 // server-to-client request under the initialize generation, as one input request of an
-// input_required result under 2026-07-28.
-func (o *options) serve(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// input_required result under 2026-07-28. An error is sent as a *jsonrpc.Error.
+func (in *inbox) serve(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	o := in.o
 	var res any
 	var err error
 	switch {
@@ -160,7 +168,7 @@ func (c *Client) answerInputs(ctx context.Context, res json.RawMessage, params m
 		if !c.o.handles(q.Method) {
 			return nil, fmt.Errorf("%w: it asked for %s, which this client has no handler for", ErrInputRequired, q.Method)
 		}
-		answer, err := c.o.serve(ctx, q.Method, q.Params)
+		answer, err := c.in.serve(ctx, q.Method, q.Params)
 		if err != nil {
 			return nil, fmt.Errorf("mcp/client: answering the server's %s: %w", q.Method, err)
 		}

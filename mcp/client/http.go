@@ -49,7 +49,7 @@ type httpConn struct {
 
 	// The server's requests on a response stream are answered by goroutines of their own,
 	// at most maxServing at once, which close ends and waits for.
-	serve     serveFunc
+	in        *inbox
 	slots     chan struct{}
 	serving   sync.WaitGroup
 	closed    context.Context
@@ -59,12 +59,12 @@ type httpConn struct {
 	session string // Mcp-Session-Id of the initialize generation
 }
 
-func (t *HTTPTransport) dial(ctx context.Context, serve serveFunc) (conn, error) {
+func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
 	hc := t.Client
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	h := &httpConn{t: t, hc: hc, serve: serve, slots: make(chan struct{}, maxServing)}
+	h := &httpConn{t: t, hc: hc, in: in, slots: make(chan struct{}, maxServing)}
 	h.closed, h.endServes = context.WithCancel(context.Background())
 	return h, nil
 }
@@ -269,8 +269,11 @@ func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.Ra
 		}
 		return append(json.RawMessage(nil), m.Result...), true, nil
 	case jsonrpc.KindNotification:
-		if r.note != nil {
+		switch {
+		case r.note != nil && (r.id != nil && !unasked(m.Method) || subscriptionOf(m.Params) != nil):
 			r.note(m.Method, append(json.RawMessage(nil), m.Params...))
+		case unasked(m.Method):
+			h.in.notified(m.Method, append(json.RawMessage(nil), m.Params...))
 		}
 	case jsonrpc.KindRequest:
 		h.answerServer(ctx, m, r.version)
@@ -316,7 +319,7 @@ func (h *httpConn) answerServer(ctx context.Context, m jsonrpc.Message, version 
 		defer func() { <-h.slots }()
 		defer cancel()
 		defer stop()
-		res, err := h.serve(hctx, m.Method, params)
+		res, err := h.in.serve(hctx, m.Method, params)
 		if hctx.Err() == nil {
 			post(hctx, reply(m.ID, res, err))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +137,22 @@ func newFixture() *mcp.Server {
 			return mcp.TextResult(fmt.Sprintf("%s %v %v: %s, %d roots", who.Action, who.Content["name"], who.Content["age"],
 				blocks[0].(*mcp.TextContent).Text, len(roots.Roots))), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			URI string `json:"uri"`
+		}) (*mcp.CallToolResult, error) {
+			s.ResourceUpdated(in.URI)
+			return mcp.TextResult("touched"), nil
+		})
+	s.SetCompletionHandler(func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+		var out []string
+		for _, v := range []string{"alpha", "alps", "beta"} {
+			if strings.HasPrefix(v, req.Argument.Value) {
+				out = append(out, v+"@"+req.Ref.Name+"/"+req.Context["lang"])
+			}
+		}
+		return &mcp.CompleteResult{Values: out, Total: len(out)}, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return an image."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1, 2, 3}, MimeType: "image/png"}}}, nil

@@ -12,11 +12,11 @@ type MemoryTransport struct {
 	Server *runtime.Server
 }
 
-func (t *MemoryTransport) dial(ctx context.Context, serve serveFunc) (conn, error) {
+func (t *MemoryTransport) dial(ctx context.Context, in *inbox) (conn, error) {
 	c := t.Server.Connect(context.Background())
 	frames := make(chan []byte, 16)
 	readerDone := make(chan struct{})
-	s := newStream(frames, serve)
+	s := newStream(frames, in)
 	go func() { // the reader actor: until the server stopped and everything was received
 		defer close(readerDone)
 		defer close(frames)

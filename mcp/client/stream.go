@@ -26,7 +26,7 @@ type stream struct {
 	stop    func() error  // after out is closed: ends the peer, waits for the reader and writer
 	done    chan struct{} // closed when the router returned
 
-	serve     serveFunc
+	in        *inbox
 	serving   sync.WaitGroup     // the goroutines answering the server's requests
 	serveCtx  context.Context    // their context: ends when the stream closes
 	endServes context.CancelFunc // ends serveCtx
@@ -54,9 +54,9 @@ type streamReply struct {
 // newStream returns a stream whose writer actor must take s.out until it is closed, and
 // starts its router over frames, which the reader actor closes when it ends. The transport
 // sets stop before the stream is used.
-func newStream(frames <-chan []byte, serve serveFunc) *stream {
+func newStream(frames <-chan []byte, in *inbox) *stream {
 	s := &stream{out: make(chan []byte, 64), mailbox: make(chan routeMsg),
-		closing: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{}), serve: serve}
+		closing: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{}), in: in}
 	s.serveCtx, s.endServes = context.WithCancel(context.Background())
 	go s.route(frames)
 	return s
@@ -195,7 +195,15 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 			}
 			return
 		}
-		c := calls[string(progressTokenOf(m.Method, m.Params))]
+		key := progressTokenOf(m.Method, m.Params)
+		if key == nil {
+			key = subscriptionOf(m.Params) // a change a subscriptions/listen call asked for
+		}
+		c := calls[string(key)]
+		if c == nil && unasked(m.Method) {
+			s.in.notified(m.Method, append(json.RawMessage(nil), m.Params...))
+			return
+		}
 		if c == nil && len(calls) == 1 {
 			// A log message names no request: it is the one call's in flight, when there
 			// is exactly one; otherwise nobody can tell, and it is dropped.
@@ -224,7 +232,7 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 // cancelled it meanwhile, then tells the router it is done.
 func (s *stream) answer(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) {
 	defer s.serving.Done()
-	res, err := s.serve(ctx, method, params)
+	res, err := s.in.serve(ctx, method, params)
 	if ctx.Err() == nil {
 		s.send(ctx, reply(id, res, err))
 	}

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+)
+
+// A listener is one Listen in progress under the initialize generation, where the changes
+// come as notifications that belong to no call.
+type listener struct {
+	filter mcp.SubscriptionFilter
+	fn     func(method string, params json.RawMessage)
+}
+
+// wants reports whether the filter asks for the notification.
+func (l *listener) wants(method string, params json.RawMessage) bool {
+	switch method {
+	case "notifications/tools/list_changed":
+		return l.filter.ToolsListChanged
+	case "notifications/prompts/list_changed":
+		return l.filter.PromptsListChanged
+	case "notifications/resources/list_changed":
+		return l.filter.ResourcesListChanged
+	case "notifications/resources/updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		json.Unmarshal(params, &p)
+		return slices.Contains(l.filter.ResourceSubscriptions, p.URI)
+	}
+	return false
+}
+
+// unasked reports whether method is a notification of a change, which under the
+// initialize generation belongs to no call.
+func unasked(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
+		"notifications/resources/list_changed", "notifications/resources/updated":
+		return true
+	}
+	return false
+}
+
+// subscriptionOf returns the subscription id a 2026-07-28 notification carries in its
+// _meta: the id of the subscriptions/listen request it belongs to.
+func subscriptionOf(params json.RawMessage) []byte {
+	return jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaSubscriptionID)
+}
+
+// notified gives a change notification to every listener that asked for it, in order, on
+// the transport's reading goroutine.
+func (in *inbox) notified(method string, params json.RawMessage) {
+	in.mu.Lock()
+	ls := make([]*listener, 0, len(in.listeners))
+	for l := range in.listeners {
+		ls = append(ls, l)
+	}
+	in.mu.Unlock()
+	for _, l := range ls {
+		if l.wants(method, params) {
+			l.fn(method, params)
+		}
+	}
+}
+
+func (in *inbox) add(l *listener) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.listeners == nil {
+		in.listeners = map[*listener]struct{}{}
+	}
+	in.listeners[l] = struct{}{}
+}
+
+func (in *inbox) remove(l *listener) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.listeners, l)
+}
+
+// Listen asks the server to tell of the changes filter names and gives each notification
+// of one to fn (notifications/tools/list_changed, …/prompts/list_changed,
+// …/resources/list_changed, …/resources/updated with its uri), in order, on the
+// connection's reading goroutine: fn must return quickly. It returns when ctx ends (nil),
+// when the server ends the subscription (nil), or when it cannot subscribe.
+//
+// Under 2026-07-28 it is one subscriptions/listen request that lasts until ctx ends (MCP
+// 2026-07-28, Basic › Subscriptions). Under the initialize generation it sends
+// resources/subscribe for each of filter.ResourceSubscriptions, and
+// resources/unsubscribe when it ends (Server Features › Resources › Subscriptions); the
+// list_changed notifications the server sends unasked are filtered here.
+func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn func(method string, params json.RawMessage)) error {
+	if c.modern {
+		_, err := c.call(ctx, request{method: "subscriptions/listen", params: map[string]any{"notifications": filter}},
+			callOptionFunc(func(o *callOptions) {
+				o.notes = func(method string, params json.RawMessage) {
+					if method != "notifications/subscriptions/acknowledged" {
+						fn(method, params)
+					}
+				}
+			}))
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	l := &listener{filter: filter, fn: fn}
+	c.in.add(l)
+	defer c.in.remove(l)
+	var subscribed []string
+	defer func() {
+		// Bounded: a server that stopped answering must not hold the caller.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		for _, uri := range subscribed {
+			c.call(uctx, request{method: "resources/unsubscribe", params: map[string]any{"uri": uri}})
+		}
+	}()
+	for _, uri := range filter.ResourceSubscriptions {
+		if _, err := c.call(ctx, request{method: "resources/subscribe", params: map[string]any{"uri": uri}}); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		subscribed = append(subscribed, uri)
+	}
+	<-ctx.Done()
+	return nil
+}
