@@ -2,8 +2,9 @@
 // 2026-07-28 revision and the initialize generation (2025-11-25, 2025-06-18, 2025-03-26).
 //
 // Connect opens a Transport, learns which generation the server speaks, and returns a
-// Client whose calls (ListTools, CallTool, ListResources, ReadResource, ListPrompts,
-// GetPrompt, Ping) are typed with package mcp's types.
+// Client whose calls (ListTools, CallTool, ListResources, ListResourceTemplates,
+// ReadResource, ListPrompts, GetPrompt, Complete, SetLogLevel, Listen, Ping) are typed
+// with package mcp's types.
 //
 // # Transports
 //
