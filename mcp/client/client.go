@@ -27,6 +27,7 @@ type Client struct {
 	caps         json.RawMessage
 	instructions string
 
+	reinit   sync.Mutex // held while a new session replaces one the server ended
 	mu       sync.Mutex
 	headers  map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
 	logLevel string                       // 2026-07-28: the level SetLogLevel asked for
@@ -177,6 +178,15 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 	params := r.params
 	for round := 0; ; round++ {
 		res, err := c.send(ctx, r, params, &co)
+		var ended *sessionEndedError
+		if errors.As(err, &ended) && r.method != "initialize" {
+			// MCP 2025-11-25, Transports › Session Management: a 404 to a request of the
+			// session means the server ended it; start a new one, and send the request
+			// again, once.
+			if err = c.reinitialize(ctx, ended.id); err == nil {
+				res, err = c.send(ctx, r, params, &co)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +202,28 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 			return nil, err
 		}
 	}
+}
+
+// reinitialize starts a new session when the one named ended is still the current one:
+// several calls may learn of the end at once, and the first starts the new session.
+func (c *Client) reinitialize(ctx context.Context, ended string) error {
+	h, ok := c.conn.(*httpConn)
+	if !ok {
+		return nil
+	}
+	c.reinit.Lock()
+	defer c.reinit.Unlock()
+	if sid := h.currentSession(); sid != "" && sid != ended {
+		return nil // another call has started the new session
+	}
+	r, err := c.handshake(ctx, c.version)
+	if err != nil {
+		return err
+	}
+	if r.ProtocolVersion != c.version {
+		return fmt.Errorf("mcp/client: the server's new session speaks %s, not %s as the one it ended", r.ProtocolVersion, c.version)
+	}
+	return c.initialized(ctx)
 }
 
 // send sends r once, with params, under a new id, and returns the raw result.

@@ -583,3 +583,57 @@ func TestListenHearsOfAChangedResource(t *testing.T) {
 		}
 	})
 }
+
+// MCP 2025-11-25, Transports › Session Management: when the server ends the session (here
+// by a DELETE the test sends behind the client's back), the next request gets 404; the
+// client starts a new session and sends the request again, and the caller sees nothing.
+func TestEndedSessionIsReplacedAndTheCallSentAgain(t *testing.T) {
+	h := httpx.NewMCPHandler(newFixture(), &httpx.MCPOptions{Logger: zap.NewNop()})
+	var mu sync.Mutex
+	var session string
+	inits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			mu.Lock()
+			inits++
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			session = sid
+			mu.Unlock()
+		}
+	}))
+	defer func() { srv.Close(); h.Close() }()
+	ctx := context.Background()
+	c, err := client.Connect(ctx, client.HTTP(srv.URL+"/mcp"), client.WithVersion(mcp.Version20251125))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "one"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	del, _ := http.NewRequest(http.MethodDelete, srv.URL+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", session)
+	mu.Unlock()
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	res, err := c.CallTool(ctx, "echo", map[string]any{"text": "two"})
+	if err != nil {
+		t.Fatalf("the call after the session ended: %v", err)
+	}
+	if tc := res.Content[0].(*mcp.TextContent); tc.Text != "two" {
+		t.Fatalf("echo: %q", tc.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if inits != 2 {
+		t.Fatalf("%d sessions started, want 2", inits)
+	}
+}

@@ -146,36 +146,54 @@ func (c *Client) discover(ctx context.Context, timeout time.Duration) error {
 // Initialization): initialize, then notifications/initialized.
 func (c *Client) initialize(ctx context.Context, version string) error {
 	c.modern, c.version = false, ""
-	res, err := c.call(ctx, request{method: "initialize", params: map[string]any{
-		"protocolVersion": version,
-		"capabilities":    c.o.capabilities(),
-		"clientInfo":      c.o.info,
-	}})
+	r, err := c.handshake(ctx, version)
 	if err != nil {
-		return fmt.Errorf("mcp/client: initialize: %w", err)
+		return err
 	}
-	var r struct {
-		ProtocolVersion string             `json:"protocolVersion"`
-		Capabilities    json.RawMessage    `json:"capabilities"`
-		ServerInfo      mcp.Implementation `json:"serverInfo"`
-		Instructions    string             `json:"instructions"`
+	c.version, c.caps, c.info, c.instructions = r.ProtocolVersion, r.Capabilities, r.ServerInfo, r.Instructions
+	return c.initialized(ctx)
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    json.RawMessage    `json:"capabilities"`
+	ServerInfo      mcp.Implementation `json:"serverInfo"`
+	Instructions    string             `json:"instructions"`
+}
+
+// handshake sends initialize, asking for version, and returns the server's answer once
+// it has checked that this client speaks the version the server chose.
+func (c *Client) handshake(ctx context.Context, version string) (*initializeResult, error) {
+	body, err := json.Marshal(map[string]any{"protocolVersion": version, "capabilities": c.o.capabilities(), "clientInfo": c.o.info})
+	if err != nil {
+		return nil, err
 	}
+	res, err := c.conn.call(ctx, &outgoing{id: jsonrpc.IntID(c.ids.Add(1)), method: "initialize", params: body})
+	if err != nil {
+		return nil, fmt.Errorf("mcp/client: initialize: %w", err)
+	}
+	var r initializeResult
 	if err := json.Unmarshal(res, &r); err != nil {
-		return fmt.Errorf("mcp/client: an initialize result that does not decode: %w", err)
+		return nil, fmt.Errorf("mcp/client: an initialize result that does not decode: %w", err)
 	}
 	if !isLegacy(r.ProtocolVersion) {
 		// MCP 2025-11-25, Lifecycle › Version Negotiation: a client that cannot use the
 		// server's version should disconnect.
-		return fmt.Errorf("mcp/client: the server answered initialize with version %q, which this client does not speak", r.ProtocolVersion)
+		return nil, fmt.Errorf("mcp/client: the server answered initialize with version %q, which this client does not speak", r.ProtocolVersion)
 	}
-	c.version, c.caps, c.info, c.instructions = r.ProtocolVersion, r.Capabilities, r.ServerInfo, r.Instructions
+	return &r, nil
+}
+
+// initialized ends the handshake: notifications/initialized, then, over HTTP, the
+// session's own event stream.
+func (c *Client) initialized(ctx context.Context) error {
 	if err := c.notify(ctx, "notifications/initialized", map[string]any{}); err != nil {
 		return err
 	}
 	if l, ok := c.conn.(interface {
 		listen(ctx context.Context, version string)
 	}); ok {
-		l.listen(ctx, c.version) // over HTTP: the session's own event stream
+		l.listen(ctx, c.version)
 	}
 	return nil
 }

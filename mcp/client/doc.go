@@ -17,7 +17,8 @@
 //     JSON or an SSE stream, the session id of the initialize generation, and for
 //     2026-07-28 the mirrored headers MCP-Protocol-Version, Mcp-Method, Mcp-Name and
 //     Mcp-Param-* (MCP 2026-07-28, Transports › Streamable HTTP). Mcp-Param-* needs the
-//     tool's input schema: ListTools remembers it.
+//     tool's input schema: ListTools remembers it. A session the server ended (404) is
+//     replaced by a new one and the request sent again.
 //   - MemoryTransport talks to a runtime.Server in the same process, for tests.
 //
 // # Generations
@@ -61,7 +62,7 @@
 // # Not yet
 //
 // Not yet implemented: URL-mode elicitation and sampling with tools in the declared
-// capabilities, tasks, restarting a child that died, re-initializing after an HTTP 404 for
-// an ended session, the x-mcp-header arguments of a tool that was not listed first, and
-// the fallback to the deprecated HTTP+SSE transport of 2024-11-05.
+// capabilities, tasks, restarting a child that died, the x-mcp-header arguments of a tool
+// that was not listed first, and the fallback to the deprecated HTTP+SSE transport of
+// 2024-11-05.
 package client

@@ -43,6 +43,21 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("mcp/client: HTTP %d: %s", e.Status, strings.TrimSpace(e.Body))
 }
 
+// sessionEndedError is a 404 to a request of the session id: the server ended it.
+type sessionEndedError struct{ id string }
+
+func (e *sessionEndedError) Error() string {
+	return "mcp/client: the server ended session " + e.id + " (HTTP 404)"
+}
+
+// currentSession returns the session id of the initialize generation, "" when there is
+// none.
+func (h *httpConn) currentSession() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.session
+}
+
 type httpConn struct {
 	t  *HTTPTransport
 	hc *http.Client
@@ -143,6 +158,15 @@ func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (
 		return nil, err
 	}
 	defer resp.Body.Close()
+	if sid := req.Header.Get("Mcp-Session-Id"); resp.StatusCode == http.StatusNotFound && sid != "" {
+		// MCP 2025-11-25, Transports › Session Management: the server ended the session.
+		h.mu.Lock()
+		if h.session == sid {
+			h.session = ""
+		}
+		h.mu.Unlock()
+		return nil, &sessionEndedError{id: sid}
+	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
@@ -342,38 +366,44 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 	h.mu.Unlock()
 	r := &outgoing{version: version}
 	var lastID string
-	open := func() *http.Response {
+	// open GETs the stream; gone reports an answer that is not one (405: none offered;
+	// 404: the session ended), after which there is nothing to resume.
+	session := h.currentSession()
+	open := func() (resp *http.Response, gone bool) {
+		if h.currentSession() != session {
+			return nil, true // a new session has a stream of its own
+		}
 		req, err := h.newRequest(h.closed, http.MethodGet, nil, r)
 		if err != nil {
-			return nil
+			return nil, true
 		}
 		req.Header.Set("Accept", "text/event-stream")
 		if lastID != "" {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
-		resp, err := h.do(req)
+		resp, err = h.do(req)
 		if err != nil {
-			return nil
+			return nil, false
 		}
 		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close() // 405: no stream offered; 404: the session ended
-			return nil
+			resp.Body.Close()
+			return nil, true
 		}
-		return resp
+		return resp, false
 	}
 	ready := make(chan struct{})
 	go func() {
 		defer h.serving.Done()
-		resp := open()
+		resp, gone := open()
 		close(ready)
 		retry := time.Second
-		for failures := 0; resp != nil || (lastID != "" && failures < 10); {
+		for failures := 0; !gone && failures < 10; {
 			if resp != nil {
 				failures = 0
 				h.events(h.closed, resp.Body, r, &lastID, &retry)
 				resp.Body.Close()
 			} else {
-				failures++
+				failures++ // the network: try again
 			}
 			t := time.NewTimer(retry)
 			select {
@@ -382,7 +412,7 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 				t.Stop()
 				return
 			}
-			resp = open()
+			resp, gone = open()
 		}
 	}()
 	select {
