@@ -97,10 +97,10 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch"}
+		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch", "visit"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
-			t.Fatalf("tools %v, want %v (page size 2: four pages)", names, want)
+			t.Fatalf("tools %v, want %v (page size 2: five pages)", names, want)
 		}
 	})
 }
@@ -636,4 +636,33 @@ func TestEndedSessionIsReplacedAndTheCallSentAgain(t *testing.T) {
 	if inits != 2 {
 		t.Fatalf("%d sessions started, want 2", inits)
 	}
+}
+
+// A URL-mode elicitation goes to the URL handler, never to the form one, which a client
+// with only the latter does not declare.
+func TestURLElicitationReachesItsOwnHandler(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "visit", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc := res.Content[0].(*mcp.TextContent); tc.Text != "visited: accept" || res.IsError {
+			t.Fatalf("visit: %q (isError %v)", tc.Text, res.IsError)
+		}
+	}, client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return nil, fmt.Errorf("the form handler got a %q elicitation", p.Mode)
+	}), client.WithURLElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		if p.URL != "https://example.com/login" || p.Message != "Sign in" {
+			return nil, fmt.Errorf("url elicitation %+v", p)
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}))
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "visit", map[string]any{})
+		if err == nil && !res.IsError {
+			t.Fatalf("a client without URL mode was sent to a URL: %#v", res.Content)
+		}
+	}, client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}))
 }

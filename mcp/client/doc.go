@@ -40,7 +40,7 @@
 //
 // # What a server asks of its client
 //
-// WithElicitation, WithSampling and WithRoots give the client handlers for what a server
+// WithElicitation, WithURLElicitation, WithSampling and WithRoots give the client handlers for what a server
 // asks (elicitation/create, sampling/createMessage, roots/list) and declare the matching
 // capabilities. Under the initialize generation the server sends them as requests: each is
 // answered by a goroutine of its own (at most 64 at once), on a stdio or in-memory stream,
@@ -61,8 +61,8 @@
 //
 // # Not yet
 //
-// Not yet implemented: URL-mode elicitation and sampling with tools in the declared
-// capabilities, tasks, restarting a child that died, the x-mcp-header arguments of a tool
+// Not yet implemented: sampling with tools in the declared capabilities,
+// notifications/elicitation/complete, tasks, restarting a child that died, the x-mcp-header arguments of a tool
 // that was not listed first, and the fallback to the deprecated HTTP+SSE transport of
 // 2024-11-05.
 package client

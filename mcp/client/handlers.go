@@ -15,10 +15,20 @@ import (
 // MCP 2025-11-25 and 2026-07-28, Client Features › Elicitation): fn shows p.Message and the
 // form p.RequestedSchema describes, and returns the user's answer. A field of the schema
 // that an accepted answer leaves out gets the schema's default, as a form prefilled with
-// its defaults would send it (SEP-1034). The client declares elicitation.form; URL mode
-// is not declared yet.
+// its defaults would send it (SEP-1034). The client declares elicitation.form; for URL
+// mode, see WithURLElicitation.
 func WithElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)) Option {
 	return optionFunc(func(o *options) { o.elicit = fn })
+}
+
+// WithURLElicitation lets the server send the user to a URL (elicitation/create with mode
+// "url"; 2025-11-25 on, Client Features › Elicitation › URL mode): fn shows p.Message and
+// p.URL and, with the user's consent, opens it; it returns "accept" once opened, or
+// "decline" or "cancel". The server tells of the end of the interaction with
+// notifications/elicitation/complete, which Listen does not carry yet. The client
+// declares elicitation.url.
+func WithURLElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)) Option {
+	return optionFunc(func(o *options) { o.elicitURL = fn })
 }
 
 // WithSampling lets the server ask the client's model for a completion
@@ -40,8 +50,15 @@ const maxInputRounds = 16
 // capabilities is the client's capabilities object: what its handlers answer.
 func (o *options) capabilities() map[string]any {
 	caps := map[string]any{}
-	if o.elicit != nil {
-		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	if o.elicit != nil || o.elicitURL != nil {
+		modes := map[string]any{}
+		if o.elicit != nil {
+			modes["form"] = map[string]any{}
+		}
+		if o.elicitURL != nil {
+			modes["url"] = map[string]any{}
+		}
+		caps["elicitation"] = modes
 	}
 	if o.sample != nil {
 		caps["sampling"] = map[string]any{}
@@ -72,14 +89,22 @@ func (in *inbox) serve(ctx context.Context, method string, params json.RawMessag
 	switch {
 	case method == "ping":
 		return json.RawMessage("{}"), nil
-	case method == "elicitation/create" && o.elicit != nil:
+	case method == "elicitation/create" && o.handles(method):
 		var p mcp.ElicitParams
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, invalidParams(method, err)
 		}
 		var r *mcp.ElicitResult
-		if r, err = o.elicit(ctx, &p); err == nil && r != nil && r.Action == "accept" {
-			r.Content = withDefaults(p.RequestedSchema, r.Content)
+		switch {
+		case p.Mode == mcp.ElicitURL && o.elicitURL != nil:
+			r, err = o.elicitURL(ctx, &p)
+		case p.Mode != mcp.ElicitURL && o.elicit != nil:
+			if r, err = o.elicit(ctx, &p); err == nil && r != nil && r.Action == "accept" {
+				r.Content = withDefaults(p.RequestedSchema, r.Content)
+			}
+		default:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("this client did not declare elicitation mode %q", p.Mode)}
 		}
 		res = r
 	case method == "sampling/createMessage" && o.sample != nil:
@@ -190,7 +215,7 @@ func (c *Client) answerInputs(ctx context.Context, res json.RawMessage, params m
 func (o *options) handles(method string) bool {
 	switch method {
 	case "elicitation/create":
-		return o.elicit != nil
+		return o.elicit != nil || o.elicitURL != nil
 	case "sampling/createMessage":
 		return o.sample != nil
 	case "roots/list":

@@ -137,6 +137,14 @@ func newFixture() *mcp.Server {
 			return mcp.TextResult(fmt.Sprintf("%s %v %v: %s, %d roots", who.Action, who.Content["name"], who.Content["age"],
 				blocks[0].(*mcp.TextContent).Text, len(roots.Roots))), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "visit", Description: "Send the user to a URL."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			r, err := req.Elicit(ctx, &mcp.ElicitParams{Mode: mcp.ElicitURL, Message: "Sign in", URL: "https://example.com/login"})
+			if err != nil {
+				return nil, err
+			}
+			return mcp.TextResult("visited: " + r.Action), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			URI string `json:"uri"`
