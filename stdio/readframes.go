@@ -28,12 +28,10 @@ func ReadFrames(ctx context.Context, r io.Reader, maxFrame int, deliver func(run
 	for {
 		line, err := fr.Next()
 		var msg runtime.Inbound
-		var tl *TooLargeError
 		switch {
 		case err == nil:
 			msg.Frame = append([]byte(nil), line...)
-		case errors.As(err, &tl):
-			msg.TooLarge = tl.Limit
+		case asTooLarge(err, &msg):
 		case errors.Is(err, io.EOF) || ctx.Err() != nil:
 			return nil
 		default:
@@ -49,4 +47,15 @@ func ReadFrames(ctx context.Context, r io.Reader, maxFrame int, deliver func(run
 			goruntime.Gosched()
 		}
 	}
+}
+
+// asTooLarge reports whether err is a *TooLargeError, and sets msg.TooLarge to its limit. Out of
+// ReadFrames's loop, where the target of errors.As escaped to the heap on every frame read.
+func asTooLarge(err error, msg *runtime.Inbound) bool {
+	var tl *TooLargeError
+	if !errors.As(err, &tl) {
+		return false
+	}
+	msg.TooLarge = tl.Limit
+	return true
 }
