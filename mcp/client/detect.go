@@ -12,7 +12,11 @@ import (
 	"github.com/relayrt/relay/mcp"
 )
 
-func isLegacy(v string) bool { return slices.Contains(mcp.LegacyVersions, v) }
+// version20241105 is the first revision, which servers of the HTTP+SSE transport still
+// speak: the initialize generation, older than any a server of Relay's serves.
+const version20241105 = "2024-11-05"
+
+func isLegacy(v string) bool { return v == version20241105 || slices.Contains(mcp.LegacyVersions, v) }
 
 // start learns the server's generation, as MCP 2026-07-28, Versioning › backward
 // compatibility tells a client to: server/discover first, with the modern _meta; a
@@ -26,7 +30,7 @@ func (c *Client) start(ctx context.Context) error {
 		c.modern, c.version = true, mcp.Version20260728
 		return c.discoverOrRetry(ctx, 0)
 	case c.o.version != "":
-		return c.initialize(ctx, c.o.version)
+		return c.initializeAnyTransport(ctx, c.o.version)
 	}
 	c.modern, c.version = true, mcp.Version20260728
 	err := c.discoverOrRetry(ctx, c.o.discoverTimeout)
@@ -53,7 +57,25 @@ func (c *Client) start(ctx context.Context) error {
 		return err
 	}
 	c.modern, c.version = false, ""
-	return c.initialize(ctx, mcp.Version20251125)
+	return c.initializeAnyTransport(ctx, mcp.Version20251125)
+}
+
+// initializeAnyTransport runs initialize, and over HTTP, when the POST is refused as a
+// server of the deprecated HTTP+SSE transport refuses it, opens that transport instead and
+// runs it there (MCP 2025-11-25, Transports › Backwards Compatibility).
+func (c *Client) initializeAnyTransport(ctx context.Context, version string) error {
+	err := c.initialize(ctx, version)
+	h, ok := c.conn.(*httpConn)
+	if err == nil || !ok || !isOldTransport(err) {
+		return err
+	}
+	old, serr := h.t.dialSSE(ctx, c.in)
+	if serr != nil {
+		return fmt.Errorf("%w (and as HTTP+SSE: %v)", err, serr)
+	}
+	h.close()
+	c.conn = old
+	return c.initialize(ctx, version)
 }
 
 // discoverOrRetry sends server/discover, and once more when a modern server refused the

@@ -18,7 +18,10 @@
 //     2026-07-28 the mirrored headers MCP-Protocol-Version, Mcp-Method, Mcp-Name and
 //     Mcp-Param-* (MCP 2026-07-28, Transports › Streamable HTTP). Mcp-Param-* needs the
 //     tool's input schema: ListTools remembers it. A session the server ended (404) is
-//     replaced by a new one and the request sent again.
+//     replaced by a new one and the request sent again. A server of the deprecated
+//     HTTP+SSE transport (2024-11-05), which refuses the POST of initialize with 400, 404
+//     or 405, is spoken to on that transport instead: GET the URL, POST to the endpoint
+//     its first event names, read every answer from the GET's event stream.
 //   - MemoryTransport talks to a runtime.Server in the same process, for tests.
 //
 // # Generations
@@ -62,7 +65,6 @@
 // # Not yet
 //
 // Not yet implemented: sampling with tools in the declared capabilities,
-// notifications/elicitation/complete, tasks, restarting a child that died, the x-mcp-header arguments of a tool
-// that was not listed first, and the fallback to the deprecated HTTP+SSE transport of
-// 2024-11-05.
+// notifications/elicitation/complete, tasks, restarting a child that died, and the
+// x-mcp-header arguments of a tool that was not listed first.
 package client

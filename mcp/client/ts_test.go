@@ -43,23 +43,21 @@ func serverEverything(t *testing.T) (node, entry string) {
 	return node, entry
 }
 
-// The official TypeScript SDK's server-everything, over stdio and Streamable HTTP: the
-// client finds it is of the initialize generation (its server/discover is -32601), and
-// every typed call works, with progress, pagination and cancellation.
-func TestTypeScriptServerEverything(t *testing.T) {
-	node, entry := serverEverything(t)
+// startServerEverything runs server-everything's HTTP transport mode on a free port until
+// the test ends, and returns the port once it listens.
+func startServerEverything(t *testing.T, node, entry, mode string) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	httpServer := exec.Command(node, entry, "streamableHttp")
-	httpServer.Env = append(os.Environ(), "PORT="+port)
-	if err := httpServer.Start(); err != nil {
+	server := exec.Command(node, entry, mode)
+	server.Env = append(os.Environ(), "PORT="+port)
+	if err := server.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { httpServer.Process.Kill(); httpServer.Wait() }()
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
 	for i := 0; i < 400; i++ { // until it listens
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
@@ -67,6 +65,17 @@ func TestTypeScriptServerEverything(t *testing.T) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+	return port
+}
+
+// The official TypeScript SDK's server-everything, over stdio, Streamable HTTP and the
+// deprecated HTTP+SSE transport: the
+// client finds it is of the initialize generation (its server/discover is -32601), and
+// every typed call works, with progress, pagination and cancellation.
+func TestTypeScriptServerEverything(t *testing.T) {
+	node, entry := serverEverything(t)
+	port := startServerEverything(t, node, entry, "streamableHttp")
+	ssePort := startServerEverything(t, node, entry, "sse")
 	peers := []struct {
 		name string
 		tr   func() client.Transport
@@ -78,6 +87,9 @@ func TestTypeScriptServerEverything(t *testing.T) {
 			return tr
 		}},
 		{"http", func() client.Transport { return client.HTTP("http://127.0.0.1:" + port + "/mcp") }},
+		// The deprecated HTTP+SSE transport: its POSTs to the URL are refused, and the
+		// client falls back to GET and the endpoint event.
+		{"http+sse", func() client.Transport { return client.HTTP("http://127.0.0.1:" + ssePort + "/sse") }},
 	}
 	for _, p := range peers {
 		t.Run(p.name, func(t *testing.T) {

@@ -1,0 +1,186 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// The deprecated HTTP+SSE transport of 2024-11-05, which servers still serve (MCP
+// 2025-11-25, Transports › Backwards Compatibility): the client GETs the URL, the server's
+// first event, "endpoint", names the URL to POST messages to, and every message of the
+// server (answers, notifications, requests) comes on the GET's event stream. It is a
+// stream of frames both ways, so it is a stream conn: a reader actor over the events, a
+// writer actor that POSTs each frame.
+
+// isOldTransport reports whether err, the failure of a POST of initialize, is what a server
+// of the old transport answers to one: 400, 404 or 405 with no JSON-RPC error in the body.
+func isOldTransport(err error) bool {
+	var he *HTTPError
+	if !errors.As(err, &he) {
+		return false
+	}
+	switch he.Status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return true
+	}
+	return false
+}
+
+// dialSSE opens the old transport at t.URL: it waits (until ctx ends) for the endpoint
+// event, then returns a stream conn over it.
+func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
+	hc := t.Client
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	life, end := context.WithCancel(context.Background()) // the GET lasts as long as the conn
+	req, err := http.NewRequestWithContext(life, http.MethodGet, t.URL, nil)
+	if err != nil {
+		end()
+		return nil, err
+	}
+	for k, vs := range t.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	stop := context.AfterFunc(ctx, end) // until the endpoint is known, ctx bounds the wait
+	resp, err := hc.Do(req)
+	if err != nil {
+		end()
+		return nil, fmt.Errorf("mcp/client: opening the HTTP+SSE transport: %w", err)
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		resp.Body.Close()
+		end()
+		return nil, fmt.Errorf("mcp/client: %s is neither a Streamable HTTP endpoint nor an HTTP+SSE one (GET: HTTP %d, %s)",
+			t.URL, resp.StatusCode, ct)
+	}
+	events := bufio.NewReaderSize(resp.Body, 64<<10)
+	var endpoint *url.URL
+	for endpoint == nil {
+		name, data, err := readEvent(events)
+		if err != nil {
+			resp.Body.Close()
+			end()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("mcp/client: the HTTP+SSE stream ended before its endpoint event: %w", err)
+		}
+		if name == "endpoint" {
+			if endpoint, err = req.URL.Parse(string(bytes.TrimSpace(data))); err != nil {
+				resp.Body.Close()
+				end()
+				return nil, fmt.Errorf("mcp/client: the HTTP+SSE endpoint %q: %w", data, err)
+			}
+		}
+	}
+	if !stop() { // ctx ended while the endpoint arrived
+		resp.Body.Close()
+		return nil, ctx.Err()
+	}
+
+	frames := make(chan []byte, 16)
+	s := newStream(frames, in)
+	readerDone := make(chan struct{})
+	go func() { // the reader actor: each message event is a frame
+		defer close(readerDone)
+		defer close(frames)
+		for {
+			name, data, err := readEvent(events)
+			if err != nil {
+				return
+			}
+			if name == "" || name == "message" {
+				select {
+				case frames <- data:
+				case <-life.Done():
+					return
+				}
+			}
+		}
+	}()
+	writerDone := make(chan struct{})
+	go func() { // the writer actor: one POST per frame, in order
+		defer close(writerDone)
+		for f := range s.out {
+			if life.Err() != nil {
+				continue // closing: drain what is queued
+			}
+			post, err := http.NewRequestWithContext(life, http.MethodPost, endpoint.String(), bytes.NewReader(f))
+			if err != nil {
+				continue
+			}
+			for k, vs := range t.Header {
+				post.Header[k] = append([]string(nil), vs...)
+			}
+			post.Header.Set("Content-Type", "application/json")
+			if r, err := hc.Do(post); err == nil {
+				io.Copy(io.Discard, io.LimitReader(r.Body, 4096))
+				r.Body.Close()
+			}
+		}
+	}()
+	s.stop = func() error {
+		// The writer has been given everything (out is closed): let it send what is
+		// queued, for a moment, then end the GET and any POST still on its way.
+		select {
+		case <-writerDone:
+		case <-time.After(time.Second):
+		}
+		end()
+		resp.Body.Close()
+		<-readerDone
+		<-writerDone
+		hc.CloseIdleConnections()
+		return nil
+	}
+	return s, nil
+}
+
+// maxEvent bounds the data of one event: a frame's limit.
+const maxEvent = 64 << 20
+
+// readEvent reads one server-sent event: its name ("" when unnamed) and its data lines,
+// joined. Comments, ids and retry fields are skipped.
+func readEvent(r *bufio.Reader) (name string, data []byte, err error) {
+	for {
+		line, err := r.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if err != nil {
+				return "", nil, err
+			}
+			if data != nil || name != "" {
+				return name, data, nil
+			}
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			name = string(value)
+		case "data":
+			if len(data)+len(value) > maxEvent {
+				return "", nil, fmt.Errorf("an event of more than %d bytes", maxEvent)
+			}
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(append([]byte{}, data...), value...)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+	}
+}
