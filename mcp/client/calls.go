@@ -97,10 +97,22 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 			return nil, err
 		}
 		params["arguments"] = json.RawMessage(raw)
-		if c.modern {
+		if _, isHTTP := c.conn.(*httpConn); c.modern && isHTTP {
 			c.mu.Lock()
-			hp := c.headers[name]
+			hp, known := c.headers[name]
 			c.mu.Unlock()
+			if !known {
+				// The x-mcp-header arguments come from the tool's schema: list the tools to
+				// learn it (MCP 2026-07-28, Transports › Streamable HTTP › custom headers).
+				for _, err := range c.ListTools(ctx) {
+					if err != nil {
+						break
+					}
+				}
+				c.mu.Lock()
+				hp = c.headers[name]
+				c.mu.Unlock()
+			}
 			headers = paramHeaders(hp, raw)
 		}
 	}

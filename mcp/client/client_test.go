@@ -97,7 +97,7 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch", "visit"}
+		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch", "visit", "weather"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v (page size 2: five pages)", names, want)
@@ -124,8 +124,8 @@ func TestListToolsStopsWhenTheLoopBreaks(t *testing.T) {
 func TestCallToolReturnsTypedContent(t *testing.T) {
 	each(t, func(t *testing.T, c *client.Client) {
 		ctx := context.Background()
-		for range c.ListTools(ctx) { // learns echo's x-mcp-header, which 2026-07-28 HTTP mirrors
-		}
+		// echo's region is an x-mcp-header argument, which 2026-07-28 HTTP mirrors: the
+		// client learns it by listing the tools itself, as nobody listed them first.
 		res, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi ", "region": "eu"})
 		if err != nil {
 			t.Fatal(err)
@@ -664,5 +664,25 @@ func TestURLElicitationReachesItsOwnHandler(t *testing.T) {
 		}
 	}, client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept"}, nil
+	}))
+}
+
+// Sampling with tools (2025-11-25 on): the handler sees the tools offered, and its model's
+// tool use goes back to the server as such.
+func TestSamplingHandlerSeesTheToolsOffered(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "weather", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc := res.Content[0].(*mcp.TextContent); tc.Text != `lookup {"city":"Paris"}` || res.IsError {
+			t.Fatalf("weather: %q (isError %v)", tc.Text, res.IsError)
+		}
+	}, client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+		if len(p.Tools) != 1 || p.Tools[0].Name != "lookup" || p.ToolChoice == nil || p.ToolChoice.Mode != mcp.ToolChoiceAuto {
+			return nil, fmt.Errorf("tools offered %+v, choice %+v", p.Tools, p.ToolChoice)
+		}
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", StopReason: "toolUse",
+			Content: mustJSON(map[string]any{"type": "tool_use", "id": "u1", "name": "lookup", "input": map[string]any{"city": "Paris"}})}, nil
 	}))
 }

@@ -64,7 +64,6 @@
 //
 // # Not yet
 //
-// Not yet implemented: sampling with tools in the declared capabilities,
-// notifications/elicitation/complete, tasks, restarting a child that died, and the
-// x-mcp-header arguments of a tool that was not listed first.
+// Not yet implemented: notifications/elicitation/complete, tasks, and restarting a child
+// that died.
 package client

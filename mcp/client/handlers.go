@@ -32,8 +32,10 @@ func WithURLElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.
 }
 
 // WithSampling lets the server ask the client's model for a completion
-// (sampling/createMessage; Client Features › Sampling). The client declares sampling;
-// sampling with tools (sampling.tools) is not declared yet.
+// (sampling/createMessage; Client Features › Sampling). The client declares sampling with
+// tools (sampling.tools, 2025-11-25 on): fn offers p.Tools to the model as p.ToolChoice
+// says, and a model that wants one answers with StopReason "toolUse" and
+// *mcp.ToolUseContent blocks, which the server runs and answers in its next request.
 func WithSampling(fn func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)) Option {
 	return optionFunc(func(o *options) { o.sample = fn })
 }
@@ -61,7 +63,7 @@ func (o *options) capabilities() map[string]any {
 		caps["elicitation"] = modes
 	}
 	if o.sample != nil {
-		caps["sampling"] = map[string]any{}
+		caps["sampling"] = map[string]any{"tools": map[string]any{}}
 	}
 	if o.roots != nil {
 		caps["roots"] = map[string]any{}

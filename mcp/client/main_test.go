@@ -145,6 +145,26 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult("visited: " + r.Action), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "weather", Description: "Ask the client's model, which may use a tool."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			lookup := &mcp.Tool{Name: "lookup", Description: "Look a city up.",
+				InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"city": {Type: "string"}}}}
+			q := mcp.NewSamplingMessage("user", &mcp.TextContent{Text: "weather in Paris?"})
+			r, err := req.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50, Messages: []mcp.SamplingMessage{q},
+				Tools: []*mcp.Tool{lookup}, ToolChoice: &mcp.ToolChoice{Mode: mcp.ToolChoiceAuto}})
+			if err != nil {
+				return nil, err
+			}
+			blocks, err := r.Blocks()
+			if err != nil {
+				return nil, err
+			}
+			use, ok := blocks[0].(*mcp.ToolUseContent)
+			if r.StopReason != "toolUse" || !ok {
+				return mcp.TextResult("no tool use: " + r.StopReason), nil
+			}
+			return mcp.TextResult(use.Name + " " + string(use.Input)), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			URI string `json:"uri"`
