@@ -88,7 +88,27 @@ func (c *Client) ListPrompts(ctx context.Context) iter.Seq2[*mcp.Prompt, error] 
 // CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).
 // A failure of the tool itself is a result with IsError set; a protocol failure is an
 // error (a *jsonrpc.Error when the server answered with one).
+//
+// A server may run the call as a task (io.modelcontextprotocol/tasks): CallTool then waits
+// for it, answering its questions through the client's handlers, and cancels it when ctx
+// ends first; StartTool hands the task over instead.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
+	res, err := c.callTool(ctx, name, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	if rt, _ := resultType(res); rt == "task" {
+		t := &Task{c: c}
+		if err := t.take(res); err != nil {
+			return nil, err
+		}
+		return t.waitOrCancel(ctx)
+	}
+	return decodeToolResult(res)
+}
+
+// callTool sends tools/call and returns its raw result: the tool's, or a task.
+func (c *Client) callTool(ctx context.Context, name string, args any, opts []CallOption) (json.RawMessage, error) {
 	params := map[string]any{"name": name}
 	var headers map[string]string
 	if args != nil {
@@ -116,10 +136,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 			headers = paramHeaders(hp, raw)
 		}
 	}
-	res, err := c.call(ctx, request{method: "tools/call", params: params, name: name, headers: headers}, opts...)
-	if err != nil {
-		return nil, err
-	}
+	return c.call(ctx, request{method: "tools/call", params: params, name: name, headers: headers}, opts...)
+}
+
+// decodeToolResult decodes a CallToolResult.
+func decodeToolResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 	var w struct {
 		Content           []contentWire   `json:"content"`
 		StructuredContent json.RawMessage `json:"structuredContent"`

@@ -194,6 +194,10 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 		switch rt, err := resultType(res); {
 		case err != nil:
 			return nil, err
+		case rt == "task" && r.method == "tools/call":
+			return res, nil // CallTool or StartTool takes it
+		case rt == "task":
+			return nil, fmt.Errorf("mcp/client: the server answered %s with a task, which only tools/call may get", r.method)
 		case rt != "input_required":
 			return res, nil
 		case round == maxInputRounds:
@@ -288,7 +292,7 @@ func resultType(res json.RawMessage) (string, error) {
 	var rt string
 	json.Unmarshal(raw, &rt)
 	switch rt {
-	case "complete", "input_required":
+	case "complete", "input_required", "task":
 		return rt, nil
 	}
 	return "", fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
@@ -296,7 +300,9 @@ func resultType(res json.RawMessage) (string, error) {
 
 func (c *Client) addModernMeta(meta map[string]any) {
 	meta[mcp.MetaProtocolVersion] = c.version
-	meta[mcp.MetaClientCapabilities] = c.o.capabilities()
+	caps := c.o.capabilities()
+	caps["extensions"] = map[string]any{extensionTasks: map[string]any{}} // CallTool waits for a task
+	meta[mcp.MetaClientCapabilities] = caps
 	meta[mcp.MetaClientInfo] = c.o.info
 }
 

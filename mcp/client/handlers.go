@@ -170,11 +170,14 @@ func withDefaults(schema any, content map[string]any) map[string]any {
 // inputRequired is an input_required result (MCP 2026-07-28, Basic › Patterns ›
 // Multi-round-trip requests).
 type inputRequired struct {
-	InputRequests map[string]struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	} `json:"inputRequests"`
-	RequestState *string `json:"requestState"`
+	InputRequests map[string]inputRequest `json:"inputRequests"`
+	RequestState  *string                 `json:"requestState"`
+}
+
+// inputRequest is one question of an input_required result or task.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 // answerInputs answers each input request of res through the handlers, and returns the
@@ -187,17 +190,9 @@ func (c *Client) answerInputs(ctx context.Context, res json.RawMessage, params m
 	}
 	responses := make(map[string]json.RawMessage, len(ir.InputRequests))
 	for key, q := range ir.InputRequests {
-		switch q.Method {
-		case "elicitation/create", "sampling/createMessage", "roots/list":
-		default:
-			return nil, fmt.Errorf("%w: it asked for %q, which is not an input request", ErrInputRequired, q.Method)
-		}
-		if !c.o.handles(q.Method) {
-			return nil, fmt.Errorf("%w: it asked for %s, which this client has no handler for", ErrInputRequired, q.Method)
-		}
-		answer, err := c.in.serve(ctx, q.Method, q.Params)
+		answer, err := c.answerOne(ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("mcp/client: answering the server's %s: %w", q.Method, err)
+			return nil, err
 		}
 		responses[key] = answer
 	}
@@ -211,6 +206,24 @@ func (c *Client) answerInputs(ctx context.Context, res json.RawMessage, params m
 		retry["requestState"] = *ir.RequestState
 	}
 	return retry, nil
+}
+
+// answerOne answers one question of an input_required result or task through the
+// client's handlers.
+func (c *Client) answerOne(ctx context.Context, q inputRequest) (json.RawMessage, error) {
+	switch q.Method {
+	case "elicitation/create", "sampling/createMessage", "roots/list":
+	default:
+		return nil, fmt.Errorf("%w: it asked for %q, which is not an input request", ErrInputRequired, q.Method)
+	}
+	if !c.o.handles(q.Method) {
+		return nil, fmt.Errorf("%w: it asked for %s, which this client has no handler for", ErrInputRequired, q.Method)
+	}
+	answer, err := c.in.serve(ctx, q.Method, q.Params)
+	if err != nil {
+		return nil, fmt.Errorf("mcp/client: answering the server's %s: %w", q.Method, err)
+	}
+	return answer, nil
 }
 
 // handles reports whether a handler answers method.
