@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -97,10 +98,10 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "block", "echo", "fail", "image", "log", "progress", "touch", "visit", "weather"}
+		want := []string{"ask", "block", "echo", "fail", "flaky", "image", "log", "progress", "touch", "visit", "weather"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
-			t.Fatalf("tools %v, want %v (page size 2: five pages)", names, want)
+			t.Fatalf("tools %v, want %v (page size 2: six pages)", names, want)
 		}
 	})
 }
@@ -685,4 +686,49 @@ func TestSamplingHandlerSeesTheToolsOffered(t *testing.T) {
 		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", StopReason: "toolUse",
 			Content: mustJSON(map[string]any{"type": "tool_use", "id": "u1", "name": "lookup", "input": map[string]any{"city": "Paris"}})}, nil
 	}))
+}
+
+// A supervised child that dies in the middle of a read-only call is started again, and the
+// call is sent to the new child: the caller sees only the result (the core of relay
+// supervise, in-process). Both generations: the handshake is replayed to the new child.
+func TestSupervisedChildRestartsAndTheCallIsReplayed(t *testing.T) {
+	for _, g := range generations {
+		t.Run(g.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "crashed")
+			tr := client.Supervised(os.Args[0], "-test.run=^$")
+			tr.Spec.Command.Env = append(os.Environ(), "RELAY_CLIENT_TEST_CHILD=fixture", "RELAY_CLIENT_TEST_FLAKY="+marker)
+			tr.Spec.MinBackoff = 10 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := client.Connect(ctx, tr, g.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := c.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			// Not yet: a call that comes before the proxy has learned the tools' annotations
+			// from the child is not replayed; a host's own listing teaches them at once.
+			for _, err := range c.ListTools(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := c.CallTool(ctx, "flaky", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc := res.Content[0].(*mcp.TextContent); tc.Text != "survived" {
+				t.Fatalf("flaky: %q", tc.Text)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Fatal("the child never crashed: the test proves nothing")
+			}
+			if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "after"}); err != nil {
+				t.Fatalf("a call to the new child: %v", err)
+			}
+		})
+	}
 }

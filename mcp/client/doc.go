@@ -22,6 +22,9 @@
 //     HTTP+SSE transport (2024-11-05), which refuses the POST of initialize with 400, 404
 //     or 405, is spoken to on that transport instead: GET the URL, POST to the endpoint
 //     its first event names, read every answer from the GET's event stream.
+//   - SupervisedTransport starts a server as a supervised child, with relay supervise's
+//     core in the same process (supervise.ServeFrames): a child that dies is started
+//     again, the handshake replayed to it, and the calls safe to replay sent again.
 //   - MemoryTransport talks to a runtime.Server in the same process, for tests.
 //
 // # Generations
@@ -64,6 +67,7 @@
 //
 // # Not yet
 //
-// Not yet implemented: notifications/elicitation/complete, tasks, and restarting a child
-// that died.
+// Not yet implemented: notifications/elicitation/complete, and a supervised call sent
+// before the proxy has learned the tools' annotations from the child is not replayed
+// (list the tools first).
 package client

@@ -165,6 +165,17 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult(use.Name + " " + string(use.Input)), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "flaky", Description: "Kill the process the first time, when told to.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			if marker := os.Getenv("RELAY_CLIENT_TEST_FLAKY"); marker != "" {
+				if _, err := os.Stat(marker); err != nil {
+					os.WriteFile(marker, nil, 0o600)
+					os.Exit(3) // a crash in the middle of a call
+				}
+			}
+			return mcp.TextResult("survived"), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			URI string `json:"uri"`
