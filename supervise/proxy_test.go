@@ -214,11 +214,13 @@ func TestProxyChaos(t *testing.T) {
 		}()
 	}
 
-	// The killer: SIGKILL the current child on a seeded schedule, each time a new one, once
-	// it serves (it has started, and the host has had an answer since). Killed a fixed time
-	// after its process appeared, a child on a loaded machine died before it answered
-	// anything, every time: no request was answered until the kills ended, and the test
-	// measured the machine's load, not the proxy.
+	// The killer: SIGKILL the current child on a seeded schedule, each time a new one, 20-80
+	// ms after it has started serving, and not before the host has had an answer since it
+	// appeared. Killed a fixed time after its process appeared, a child on a loaded machine
+	// died before it answered anything, every time: no request was answered until the kills
+	// ended, and the test measured the machine's load, not the proxy. Killed much later
+	// than its first answer, it may have stayed up long enough to be sent a suspect alone,
+	// and the kill then names that suspect a poison, as a crash would.
 	rng := rand.New(rand.NewPCG(seed, seed))
 	prev, kills := 0, 0
 	for kills < crashes {
@@ -226,14 +228,15 @@ func TestProxyChaos(t *testing.T) {
 		if pid == 0 {
 			break
 		}
+		answers := h.Answers()
 		if !tpAwaitServing(logPath, pid, 10*time.Second) {
 			t.Errorf("child %d did not start serving within 10 s", pid)
 			break
 		}
-		for n, deadline := h.Answers(), time.Now().Add(10*time.Second); h.Answers() == n && time.Now().Before(deadline); {
-			time.Sleep(2 * time.Millisecond)
-		}
 		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		for deadline := time.Now().Add(10 * time.Second); h.Answers() == answers && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		if err := killPid(pid); err == nil {
 			kills++
 		}
