@@ -6,6 +6,7 @@ toolchain go1.26.8
 
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/oklog/run v1.2.0
 	github.com/prometheus/client_golang v1.25.0

@@ -3,6 +3,7 @@ package httpx
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -123,6 +124,7 @@ const (
 	refusedOrigin                        // Origin is not allowed: 403
 	refusedMethod                        // an HTTP method the endpoint does not serve: 405
 	refusedAuth                          // the Authenticator said no: 401
+	refusedScope                         // a valid token without the scope needed: 403
 	refusedRate                          // the rate limiter said no: 429
 	refusedClientSessions                // the client is at its limit of busy sessions: 429
 	refusedTooLarge                      // the body is over MaxBody: 413
@@ -139,6 +141,7 @@ var refusalStatus = [...]int{
 	refusedOrigin:         http.StatusForbidden,
 	refusedMethod:         http.StatusMethodNotAllowed,
 	refusedAuth:           http.StatusUnauthorized,
+	refusedScope:          http.StatusForbidden,
 	refusedRate:           http.StatusTooManyRequests,
 	refusedClientSessions: http.StatusTooManyRequests,
 	refusedTooLarge:       http.StatusRequestEntityTooLarge,
@@ -263,12 +266,37 @@ func (d *door) authenticate(w http.ResponseWriter, r *http.Request) *http.Reques
 	}
 	p, err := d.o.authenticator(r)
 	if err != nil {
-		challenge := `Bearer error="invalid_token", error_description="` + strings.ReplaceAll(err.Error(), `"`, "'") + `"`
-		if d.o.protectedResource != nil {
-			challenge += `, resource_metadata="` + resourceMetadataURL(r) + `"`
+		why, code, scopes := refusedAuth, "invalid_token", []string(nil)
+		var insufficient *InsufficientScopeError
+		var invalid *invalidTokenError
+		switch {
+		case errors.As(err, &insufficient):
+			// RFC 6750 §3.1: a valid token without the scope needed is 403, naming it.
+			why, code, scopes = refusedScope, "insufficient_scope", insufficient.Scopes
+		case errors.As(err, &invalid):
+			scopes = invalid.scopes
+			if invalid.none {
+				code = ""
+			}
+		case errors.Is(err, errNoCredentials):
+			code = "" // RFC 6750 §3.1: a request without a token is told of no error
 		}
-		w.Header().Set("WWW-Authenticate", challenge)
-		d.refuse(w, refusedAuth, "Unauthorized: "+err.Error())
+		var params []string
+		if code != "" {
+			params = append(params, `error="`+code+`"`, `error_description="`+strings.ReplaceAll(err.Error(), `"`, "'")+`"`)
+		}
+		if len(scopes) > 0 {
+			params = append(params, `scope="`+strings.Join(scopes, " ")+`"`)
+		}
+		if d.o.protectedResource != nil {
+			params = append(params, `resource_metadata="`+resourceMetadataURL(r)+`"`)
+		}
+		w.Header().Set("WWW-Authenticate", strings.TrimSpace("Bearer "+strings.Join(params, ", ")))
+		message := "Unauthorized: "
+		if why == refusedScope {
+			message = "Forbidden: "
+		}
+		d.refuse(w, why, message+err.Error())
 		return nil
 	}
 	return r.WithContext(withPrincipal(r.Context(), p))

@@ -121,7 +121,7 @@ func (h *RCPHandler) refusal(why refusal, message string) (jsonrpc.ID, *jsonrpc.
 	code := int64(jsonrpc.CodeInvalidRequest)
 	var data any
 	switch why {
-	case refusedHost, refusedOrigin, refusedAuth:
+	case refusedHost, refusedOrigin, refusedAuth, refusedScope: // RCP/1 §5.2 (401/403), §15.6
 		code = rcp.CodeUnauthorized
 	case refusedRate, refusedClientSessions:
 		code, data = rcp.CodeRateLimited, map[string]any{"retryable": true}

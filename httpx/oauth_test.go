@@ -1,0 +1,235 @@
+package httpx_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/httpx"
+)
+
+// issuer is an authorization server for the tests: RFC 8414 metadata, a JWK set with an
+// RSA and an EC key, and RFC 7662 introspection of a few opaque tokens.
+type issuer struct {
+	srv        *httptest.Server
+	rsaKey     *rsa.PrivateKey
+	ecKey      *ecdsa.PrivateKey
+	jwksHits   atomic.Int32
+	opaque     map[string]map[string]any // token → introspection answer
+	introspect atomic.Int32
+}
+
+func newIssuer(t *testing.T) *issuer {
+	is := &issuer{opaque: map[string]map[string]any{}}
+	is.rsaKey, _ = rsa.GenerateKey(rand.Reader, 2048)
+	is.ecKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	b64 := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"issuer": is.srv.URL, "jwks_uri": is.srv.URL + "/jwks",
+			"introspection_endpoint": is.srv.URL + "/introspect"})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		is.jwksHits.Add(1)
+		ec := is.ecKey.PublicKey
+		json.NewEncoder(w).Encode(map[string]any{"keys": []any{
+			map[string]any{"kty": "RSA", "kid": "rsa1", "use": "sig", "n": b64(is.rsaKey.N.Bytes()),
+				"e": b64(big.NewInt(int64(is.rsaKey.E)).Bytes())},
+			map[string]any{"kty": "EC", "kid": "ec1", "crv": "P-256", "x": b64(ec.X.FillBytes(make([]byte, 32))),
+				"y": b64(ec.Y.FillBytes(make([]byte, 32)))},
+		}})
+	})
+	mux.HandleFunc("/introspect", func(w http.ResponseWriter, r *http.Request) {
+		is.introspect.Add(1)
+		if id, secret, _ := r.BasicAuth(); id != "rs" || secret != "rs-secret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		r.ParseForm()
+		answer, ok := is.opaque[r.PostForm.Get("token")]
+		if !ok {
+			answer = map[string]any{"active": false}
+		}
+		json.NewEncoder(w).Encode(answer)
+	})
+	is.srv = httptest.NewServer(mux)
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+const audience = "http://127.0.0.1/rcp"
+
+// token signs claims (iss, aud, exp filled in unless set) with method and key id kid.
+func (is *issuer) token(t *testing.T, method jwt.SigningMethod, kid string, claims jwt.MapClaims) string {
+	c := jwt.MapClaims{"iss": is.srv.URL, "aud": audience, "sub": "ada", "exp": time.Now().Add(time.Hour).Unix(), "scope": "read write"}
+	for k, v := range claims {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	tok := jwt.NewWithClaims(method, c)
+	tok.Header["kid"] = kid
+	var key any
+	switch method {
+	case jwt.SigningMethodES256:
+		key = is.ecKey
+	case jwt.SigningMethodNone:
+		key = jwt.UnsafeAllowNoneSignatureType
+	case jwt.SigningMethodHS256:
+		// The confusion attack: an HMAC keyed with the server's RSA public key.
+		key = []byte(base64.RawURLEncoding.EncodeToString(is.rsaKey.N.Bytes()))
+	default:
+		key = is.rsaKey
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func verifier(t *testing.T, is *issuer, scopes ...string) *httpx.TokenVerifier {
+	v, err := httpx.NewTokenVerifier(context.Background(), httpx.TokenVerifierOptions{Issuer: is.srv.URL, Audience: audience,
+		Scopes: scopes, IntrospectionClientID: "rs", IntrospectionSecret: "rs-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// rcpPing posts an RCP ping with the Authorization header auth, and returns the status and
+// the challenge.
+func rcpPing(t *testing.T, url, auth string) (int, string) {
+	req, _ := http.NewRequest(http.MethodPost, url+"/rcp/ping", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+}
+
+// Every bad token is refused with 401 and a challenge; a good one passes; a good one short
+// of the scopes the server needs gets 403 insufficient_scope naming them (MCP
+// Authorization › Token Handling and scope step-up; RFC 6750 §3.1).
+func TestTokenVerifier_RefusesEveryBadToken(t *testing.T) {
+	is := newIssuer(t)
+	is.opaque["opaque-good"] = map[string]any{"active": true, "sub": "bob", "scope": "read", "aud": audience,
+		"iss": is.srv.URL, "exp": time.Now().Add(time.Hour).Unix()}
+	is.opaque["opaque-other-aud"] = map[string]any{"active": true, "sub": "bob", "scope": "read", "aud": "https://elsewhere"}
+	v := verifier(t, is, "read")
+	h := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate,
+		ProtectedResource: &httpx.ProtectedResourceMetadata{Resource: audience, AuthorizationServers: []string{is.srv.URL}}})
+	srv := httptest.NewServer(h)
+	defer func() { srv.Close(); h.Close(); http.DefaultClient.CloseIdleConnections() }()
+	hour := time.Hour
+	cases := []struct {
+		name, token string
+		status      int
+	}{
+		{"valid RS256", is.token(t, jwt.SigningMethodRS256, "rsa1", nil), 200},
+		{"valid ES256", is.token(t, jwt.SigningMethodES256, "ec1", nil), 200},
+		{"valid opaque, introspected", "opaque-good", 200},
+		{"no token", "", 401},
+		{"expired", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"exp": time.Now().Add(-hour).Unix()}), 401},
+		{"not yet valid", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"nbf": time.Now().Add(hour).Unix()}), 401},
+		{"no exp", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"exp": nil}), 401},
+		{"wrong audience", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"aud": "https://elsewhere"}), 401},
+		{"wrong issuer", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"iss": "https://evil.example"}), 401},
+		{"unknown key", is.token(t, jwt.SigningMethodRS256, "nobody", nil), 401},
+		{"alg none", is.token(t, jwt.SigningMethodNone, "rsa1", nil), 401},
+		{"HS256 keyed with the RSA public key", is.token(t, jwt.SigningMethodHS256, "rsa1", nil), 401},
+		{"tampered payload", tamper(is.token(t, jwt.SigningMethodRS256, "rsa1", nil)), 401},
+		{"opaque, unknown to the issuer", "opaque-nobody", 401},
+		{"opaque, for another resource", "opaque-other-aud", 401},
+		{"valid, without the scope needed", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": "write"}), 403},
+	}
+	for _, c := range cases {
+		auth := ""
+		if c.token != "" {
+			auth = "Bearer " + c.token
+		}
+		status, www := rcpPing(t, srv.URL, auth)
+		if status != c.status {
+			t.Errorf("%s: HTTP %d, want %d (%s)", c.name, status, c.status, www)
+			continue
+		}
+		switch status {
+		case 401:
+			// RFC 6750 §3.1: no error code when the request had no token at all.
+			if (c.token != "") != strings.Contains(www, `error="invalid_token"`) || !strings.Contains(www, `scope="read"`) || !strings.Contains(www, "resource_metadata=") {
+				t.Errorf("%s: challenge %q", c.name, www)
+			}
+		case 403:
+			if !strings.Contains(www, `error="insufficient_scope"`) || !strings.Contains(www, `scope="read"`) {
+				t.Errorf("%s: challenge %q", c.name, www)
+			}
+		}
+	}
+}
+
+// tamper changes the token's payload and keeps its signature.
+func tamper(tok string) string {
+	parts := strings.Split(tok, ".")
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	payload = []byte(strings.Replace(string(payload), `"ada"`, `"eve"`, 1))
+	parts[1] = base64.RawURLEncoding.EncodeToString(payload)
+	return strings.Join(parts, ".")
+}
+
+// A flood of tokens naming unknown keys costs the issuer at most one fetch of its keys a
+// minute, and an introspected token is asked about once.
+func TestTokenVerifier_BoundsWhatItAsksTheIssuer(t *testing.T) {
+	is := newIssuer(t)
+	is.opaque["opaque-good"] = map[string]any{"active": true, "sub": "bob", "aud": audience, "exp": time.Now().Add(time.Hour).Unix()}
+	v := verifier(t, is)
+	before := is.jwksHits.Load()
+	for i := range 50 {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+is.token(t, jwt.SigningMethodRS256, "made-up-"+string(rune('a'+i%26)), nil))
+		if _, err := v.Authenticate(r); err == nil {
+			t.Fatal("a token with an unknown key passed")
+		}
+	}
+	if got := is.jwksHits.Load() - before; got > 1 {
+		t.Errorf("the keys were fetched %d times for 50 unknown ids, want at most 1", got)
+	}
+	for range 5 {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Authorization", "Bearer opaque-good")
+		p, err := v.Authenticate(r)
+		if err != nil || p.ID != "bob" {
+			t.Fatalf("opaque token: %+v, %v", p, err)
+		}
+	}
+	if got := is.introspect.Load(); got != 1 {
+		t.Errorf("introspected %d times, want 1 (cached until it expires)", got)
+	}
+}
+
+// Only https issuers, or http on a loopback host, are trusted.
+func TestTokenVerifier_RefusesAPlainHTTPIssuer(t *testing.T) {
+	_, err := httpx.NewTokenVerifier(context.Background(), httpx.TokenVerifierOptions{Issuer: "http://auth.example.com", Audience: audience})
+	if err == nil || !strings.Contains(err.Error(), "https") {
+		t.Fatalf("a plain-http issuer: %v", err)
+	}
+}
