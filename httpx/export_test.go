@@ -18,3 +18,6 @@ func HeldBodyBytes(h http.Handler) int64 {
 
 // SetEventStoreClock makes a MemoryEventStore read the time from now.
 func SetEventStoreClock(m *MemoryEventStore, now func() time.Time) { m.now = now }
+
+// ParseJWK reads one key of a JWK set, as a TokenVerifier does.
+var ParseJWK = parseJWK

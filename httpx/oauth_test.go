@@ -233,3 +233,20 @@ func TestTokenVerifier_RefusesAPlainHTTPIssuer(t *testing.T) {
 		t.Fatalf("a plain-http issuer: %v", err)
 	}
 }
+
+// FuzzParseJWK: whatever an issuer's key set holds, reading a key never panics, and a key
+// it returns is one a signature can be checked with.
+func FuzzParseJWK(f *testing.F) {
+	f.Add([]byte(`{"kty":"RSA","kid":"a","n":"` + strings.Repeat("A", 344) + `","e":"AQAB"}`))
+	f.Add([]byte(`{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}`))
+	f.Add([]byte(`{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}`))
+	f.Add([]byte(`{"kty":"oct","k":"c2VjcmV0"}`))
+	f.Add([]byte(`{"kty":"RSA","n":"AQ","e":"AQ","use":"enc"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_, k, err := httpx.ParseJWK(raw)
+		if err == nil && k == nil {
+			t.Fatal("no key and no error")
+		}
+	})
+}
