@@ -3,8 +3,8 @@
 // package mcp/client. The suite starts a scenario server, appends its URL to the command
 // line, and sets MCP_CONFORMANCE_SCENARIO (the scenario's name),
 // MCP_CONFORMANCE_PROTOCOL_VERSION (the revision to speak, when one is asked for: its
-// lifecycle is then used without detection) and MCP_CONFORMANCE_CONTEXT (JSON the
-// authorization scenarios need; not used yet, since those scenarios come later).
+// lifecycle is then used without detection) and MCP_CONFORMANCE_CONTEXT (JSON with the
+// credentials an authorization scenario hands its client).
 //
 // What it does: connect over Streamable HTTP, list the tools and call each one with
 // arguments made from its input schema, list and read the resources, list and get the
@@ -49,7 +49,12 @@ func run(ctx context.Context, url, scenario, version string) error {
 	if version != "" {
 		opts = append(opts, client.WithVersion(version))
 	}
-	c, err := client.Connect(ctx, client.HTTP(url), opts...)
+	t := client.HTTP(url)
+	var err error
+	if t.OAuth, err = oauthFor(scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
+		return err
+	}
+	c, err := client.Connect(ctx, t, opts...)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ type HTTPTransport struct {
 	Client *http.Client
 	// Header is added to every request (Authorization, say).
 	Header http.Header
+	// OAuth, when set, authorizes the requests with OAuth 2.1 once the server answers 401.
+	OAuth *OAuth
 }
 
 // HTTP returns a transport to the endpoint url.
@@ -78,6 +80,11 @@ func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
 	hc := t.Client
 	if hc == nil {
 		hc = &http.Client{}
+	}
+	if t.OAuth != nil {
+		wrapped := *hc
+		wrapped.Transport = t.OAuth.roundTripper(hc.Transport, t.URL)
+		hc = &wrapped
 	}
 	h := &httpConn{t: t, hc: hc, in: in, slots: make(chan struct{}, maxServing)}
 	h.closed, h.endServes = context.WithCancel(context.Background())

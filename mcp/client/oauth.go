@@ -1,0 +1,407 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/oauth2"
+)
+
+// OAuth authorizes an HTTPTransport's requests with OAuth 2.1 (MCP 2025-11-25 and
+// 2026-07-28, Basic › Authorization). Nothing happens until the server answers 401: the
+// client then discovers the authorization server (RFC 9728 protected resource metadata,
+// RFC 8414 or OpenID discovery), identifies itself (pre-registered credentials, a client
+// ID metadata document, or dynamic registration), runs the authorization code flow with
+// PKCE and the resource indicator (RFC 8707), checks the iss of the answer (RFC 9207), and
+// sends the request again with the token. A 403 insufficient_scope asks for the union of
+// the scopes held and the scopes challenged, once per new scope set. Expired tokens are
+// refreshed when the server issued a refresh token.
+//
+//	t := client.HTTP("https://mcp.example.com/mcp")
+//	t.OAuth = &client.OAuth{
+//		ClientMetadataURL: "https://app.example.com/oauth/client.json",
+//		RedirectURL:       "http://127.0.0.1:8976/callback",
+//		Authorize:         openBrowserAndWait,
+//	}
+type OAuth struct {
+	// ClientID and ClientSecret are credentials registered with the authorization server
+	// beforehand; when ClientID is set neither a metadata document nor dynamic
+	// registration is used. Issuer, when set, restricts them to that authorization server.
+	ClientID, ClientSecret, Issuer string
+	// ClientMetadataURL is the HTTPS URL of this client's client ID metadata document,
+	// used as its client_id by authorization servers that advertise
+	// client_id_metadata_document_supported.
+	ClientMetadataURL string
+	// ClientName names the client in dynamic registration ("relay" when empty).
+	ClientName string
+	// RedirectURL is where the authorization server sends the browser back with the code.
+	RedirectURL string
+	// Authorize shows the user authURL (a browser, usually) and returns the URL the
+	// authorization server redirected to, with its code, state and iss query parameters.
+	// Required for the authorization code flow.
+	Authorize func(ctx context.Context, authURL string) (*url.URL, error)
+	// Store keeps tokens between connections (nil: in memory, for this OAuth value).
+	Store TokenStore
+	// Client makes the discovery, registration and token requests (nil: the transport's
+	// client, without its OAuth).
+	Client *http.Client
+
+	mu       sync.Mutex
+	flow     sync.Mutex // one authorization at a time
+	mem      *MemoryTokenStore
+	clients  map[string]registration // by issuer
+	granted  map[string][]string     // scopes last asked for, by resource
+	resource map[string]*authState   // what the last discovery found, by MCP URL
+}
+
+// TokenStore keeps the tokens OAuth obtains, by the resource they are for (the protected
+// resource's identifier). Implementations must be safe for concurrent use.
+type TokenStore interface {
+	// Token returns the token for resource, nil when there is none.
+	Token(ctx context.Context, resource string) (*oauth2.Token, error)
+	// SetToken keeps tok for resource; a nil tok forgets it.
+	SetToken(ctx context.Context, resource string, tok *oauth2.Token) error
+}
+
+// MemoryTokenStore is a TokenStore in memory, OAuth's default.
+type MemoryTokenStore struct {
+	mu     sync.Mutex
+	tokens map[string]*oauth2.Token
+}
+
+// Token returns the token kept for resource.
+func (s *MemoryTokenStore) Token(_ context.Context, resource string) (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokens[resource], nil
+}
+
+// SetToken keeps tok for resource.
+func (s *MemoryTokenStore) SetToken(_ context.Context, resource string, tok *oauth2.Token) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tok == nil {
+		delete(s.tokens, resource)
+		return nil
+	}
+	if s.tokens == nil {
+		s.tokens = map[string]*oauth2.Token{}
+	}
+	s.tokens[resource] = tok
+	return nil
+}
+
+// ErrAuthorization wraps every failure of the authorization flow.
+var ErrAuthorization = errors.New("mcp/client: authorization failed")
+
+func authErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrAuthorization}, args...)...)
+}
+
+// registration is the client's identity at one authorization server.
+type registration struct {
+	id, secret string
+	method     string // token_endpoint_auth_method
+}
+
+// authState is what discovery found for one MCP endpoint.
+type authState struct {
+	resource string // as published in the protected resource metadata, sent as is
+	as       *asMetadata
+}
+
+func (o *OAuth) store() TokenStore {
+	if o.Store != nil {
+		return o.Store
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mem == nil {
+		o.mem = &MemoryTokenStore{}
+	}
+	return o.mem
+}
+
+// maxAuthRounds bounds the authorizations one request may cause (a 401, then step-ups).
+const maxAuthRounds = 3
+
+// oauthRoundTripper adds the token to each request and runs the flow on 401 and 403.
+type oauthRoundTripper struct {
+	o    *OAuth
+	base http.RoundTripper
+	mcp  string // the MCP endpoint
+	hc   *http.Client
+}
+
+func (o *OAuth) roundTripper(base http.RoundTripper, mcpURL string) *oauthRoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc := o.Client
+	if hc == nil {
+		hc = &http.Client{Transport: base}
+	}
+	return &oauthRoundTripper{o: o, base: base, mcp: mcpURL, hc: hc}
+}
+
+func (rt *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	for round := 0; ; round++ {
+		tok, err := rt.token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r := req
+		if round > 0 || tok != nil {
+			r = req.Clone(ctx)
+			if round > 0 && req.Body != nil && req.Body != http.NoBody {
+				if req.GetBody == nil {
+					return nil, authErrorf("cannot send the request again after authorizing: its body cannot be replayed")
+				}
+				if r.Body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			}
+			if tok != nil {
+				r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			}
+		}
+		resp, err := rt.base.RoundTrip(r)
+		if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+			return resp, err
+		}
+		ch := parseChallenges(resp.Header.Values("WWW-Authenticate"))
+		bearer := ch.get("bearer")
+		if resp.StatusCode == http.StatusForbidden && bearer["error"] != "insufficient_scope" {
+			return resp, nil
+		}
+		if round >= maxAuthRounds {
+			return resp, nil
+		}
+		step := resp.StatusCode == http.StatusForbidden
+		drain(resp)
+		if err := rt.authorize(ctx, bearer, step, tok); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// token returns the token held for the endpoint, refreshed when it expired; nil before
+// any authorization.
+func (rt *oauthRoundTripper) token(ctx context.Context) (*oauth2.Token, error) {
+	rt.o.mu.Lock()
+	st := rt.o.resource[rt.mcp]
+	rt.o.mu.Unlock()
+	if st == nil {
+		return nil, nil
+	}
+	store := rt.o.store()
+	tok, err := store.Token(ctx, st.resource)
+	if err != nil || tok == nil || tok.Valid() {
+		return tok, err
+	}
+	if tok.RefreshToken == "" {
+		return nil, nil // the next 401 authorizes again
+	}
+	fresh, err := rt.refresh(ctx, st, tok)
+	if err != nil {
+		// A refused refresh is not fatal: the 401 it leads to authorizes again.
+		store.SetToken(ctx, st.resource, nil)
+		return nil, nil
+	}
+	return fresh, store.SetToken(ctx, st.resource, fresh)
+}
+
+// authorize runs the flow after a 401 (or, step, a 403 insufficient_scope) whose bearer
+// challenge is ch; held is the token the refused request carried.
+func (rt *oauthRoundTripper) authorize(ctx context.Context, ch map[string]string, step bool, held *oauth2.Token) error {
+	o := rt.o
+	o.flow.Lock()
+	defer o.flow.Unlock()
+	// Another request may have authorized while this one waited.
+	if cur, err := rt.token(ctx); err == nil && cur != nil && held != nil && cur.AccessToken != held.AccessToken {
+		return nil
+	}
+	st, prm, err := rt.discover(ctx, ch)
+	if err != nil {
+		return err
+	}
+	scopes := strings.Fields(ch["scope"])
+	if len(scopes) == 0 && prm != nil {
+		scopes = prm.ScopesSupported
+	}
+	o.mu.Lock()
+	prev := o.granted[st.resource]
+	o.mu.Unlock()
+	if step {
+		// MCP 2025-11-25, Authorization › Scope challenge handling: ask for what was held
+		// and what is challenged; asking again for scopes already asked for cannot help.
+		union := slices.Clone(prev)
+		fresh := false
+		for _, s := range scopes {
+			if !slices.Contains(union, s) {
+				union = append(union, s)
+				fresh = true
+			}
+		}
+		if !fresh {
+			return authErrorf("the server wants scope %q, which was asked for and not granted", ch["scope"])
+		}
+		scopes = union
+	}
+	if slices.Contains(st.as.ScopesSupported, "offline_access") && slices.Contains(st.as.grantTypes(), "refresh_token") &&
+		!slices.Contains(scopes, "offline_access") && len(scopes) > 0 {
+		// SEP-2207: ask for a refresh token where the authorization server offers one.
+		scopes = append(slices.Clone(scopes), "offline_access")
+	}
+	tok, err := rt.authorizationCode(ctx, st, scopes)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	if o.granted == nil {
+		o.granted = map[string][]string{}
+	}
+	o.granted[st.resource] = scopes
+	o.mu.Unlock()
+	return o.store().SetToken(ctx, st.resource, tok)
+}
+
+// authorizationCode runs the authorization code flow with PKCE (OAuth 2.1 §4.1, MCP
+// 2025-11-25 Authorization › Authorization Code Protection) and returns the token.
+func (rt *oauthRoundTripper) authorizationCode(ctx context.Context, st *authState, scopes []string) (*oauth2.Token, error) {
+	o := rt.o
+	if o.Authorize == nil {
+		return nil, authErrorf("the server requires authorization: set OAuth.Authorize to show the user the authorization URL")
+	}
+	as := st.as
+	if as.CodeChallengeMethods != nil && !slices.Contains(as.CodeChallengeMethods, "S256") {
+		return nil, authErrorf("authorization server %s does not support PKCE with S256; MCP forbids going on without it", as.Issuer)
+	}
+	reg, err := rt.register(ctx, as, scopes)
+	if err != nil {
+		return nil, err
+	}
+	cfg := reg.config(as, o.RedirectURL, scopes)
+	verifier := oauth2.GenerateVerifier()
+	state := oauth2.GenerateVerifier()[:32]
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	if st.resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", st.resource))
+	}
+	back, err := o.Authorize(ctx, cfg.AuthCodeURL(state, opts...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthorization, err)
+	}
+	q := back.Query()
+	if e := q.Get("error"); e != "" {
+		return nil, authErrorf("the authorization server refused: %s %s", e, q.Get("error_description"))
+	}
+	if q.Get("state") != state {
+		return nil, authErrorf("the authorization response's state does not match the request's")
+	}
+	// RFC 9207 §2.4: an advertised iss must be present; a present iss must equal the
+	// issuer, compared as strings.
+	iss, hasIss := q["iss"]
+	switch {
+	case hasIss && (len(iss) != 1 || iss[0] != as.Issuer):
+		return nil, authErrorf("the authorization response comes from issuer %q, not %q", strings.Join(iss, ","), as.Issuer)
+	case !hasIss && as.IssParameterSupported:
+		return nil, authErrorf("authorization server %s advertises the iss parameter but its response has none", as.Issuer)
+	}
+	code := q.Get("code")
+	if code == "" {
+		return nil, authErrorf("the authorization response has no code")
+	}
+	ectx := context.WithValue(ctx, oauth2.HTTPClient, rt.hc)
+	tok, err := cfg.Exchange(ectx, code, oauth2.VerifierOption(verifier), resourceParam(st.resource))
+	if err != nil {
+		return nil, fmt.Errorf("%w: exchanging the code: %w", ErrAuthorization, err)
+	}
+	return tok, nil
+}
+
+func resourceParam(resource string) oauth2.AuthCodeOption {
+	return oauth2.SetAuthURLParam("resource", resource)
+}
+
+// config is the oauth2 configuration for this registration at as.
+func (r registration) config(as *asMetadata, redirect string, scopes []string) *oauth2.Config {
+	cfg := &oauth2.Config{ClientID: r.id, ClientSecret: r.secret, RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint}}
+	switch r.method {
+	case "client_secret_basic":
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
+	case "none":
+		cfg.ClientSecret = ""
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	default:
+		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	}
+	return cfg
+}
+
+// refresh trades tok's refresh token for a new token, naming the resource (RFC 8707 §2.2).
+func (rt *oauthRoundTripper) refresh(ctx context.Context, st *authState, tok *oauth2.Token) (*oauth2.Token, error) {
+	rt.o.mu.Lock()
+	reg, ok := rt.o.clients[st.as.Issuer]
+	rt.o.mu.Unlock()
+	if !ok {
+		return nil, authErrorf("no registration at %s to refresh with", st.as.Issuer)
+	}
+	cfg := reg.config(st.as, rt.o.RedirectURL, nil)
+	// x/oauth2's refresh sends no resource; the request's transport adds it.
+	hc := &http.Client{Transport: addForm{base: rt.hc.Transport, key: "resource", value: st.resource}}
+	src := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: tok.RefreshToken})
+	fresh, err := src.Token()
+	if err != nil {
+		return nil, err
+	}
+	if fresh.RefreshToken == "" {
+		fresh.RefreshToken = tok.RefreshToken
+	}
+	return fresh, nil
+}
+
+// addForm adds one field to the form body of the requests it sends.
+type addForm struct {
+	base       http.RoundTripper
+	key, value string
+}
+
+func (a addForm) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := a.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if a.value == "" || req.Body == nil || !strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		return base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	form.Set(a.key, a.value)
+	r := req.Clone(req.Context())
+	enc := form.Encode()
+	r.Body = io.NopCloser(strings.NewReader(enc))
+	r.ContentLength = int64(len(enc))
+	return base.RoundTrip(r)
+}
