@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +24,15 @@ type conformanceContext struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
 	Issuer       string `json:"issuer"`
+
+	// Client credentials with private_key_jwt.
+	PrivateKeyPEM string `json:"private_key_pem"`
+	// Enterprise-managed authorization: the identity provider and the user's ID token.
+	IDPClientID      string `json:"idp_client_id"`
+	IDPIDToken       string `json:"idp_id_token"`
+	IDPTokenEndpoint string `json:"idp_token_endpoint"`
+	// Workload identity: the platform's JWT for this workload.
+	ValidJWT string `json:"valid_jwt"`
 }
 
 // clientMetadataURL is the client ID metadata document the suite's authorization servers
@@ -37,13 +52,45 @@ func oauthFor(scenario, raw string) (*client.OAuth, error) {
 			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
 	}
-	return &client.OAuth{
+	o := &client.OAuth{
 		ClientID: cc.ClientID, ClientSecret: cc.ClientSecret, Issuer: cc.Issuer,
 		ClientMetadataURL: clientMetadataURL,
 		ClientName:        "relay-everything-client",
 		RedirectURL:       "http://localhost:3000/callback",
 		Authorize:         approve,
-	}, nil
+	}
+	switch scenario {
+	case "auth/client-credentials-basic":
+		o.Grant = client.ClientCredentials()
+	case "auth/client-credentials-jwt":
+		block, _ := pem.Decode([]byte(cc.PrivateKeyPEM))
+		if block == nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: private_key_pem holds no PEM block")
+		}
+		key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: private_key_pem: %w", err)
+		}
+		signer, ok := key.(crypto.Signer)
+		if !ok {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: private_key_pem is a %T, which cannot sign", key)
+		}
+		o.PrivateKey, o.Grant = signer, client.ClientCredentials()
+	case "auth/enterprise-managed-authorization":
+		o.Grant = client.EnterpriseManaged(client.IdentityProvider{
+			TokenURL: cc.IDPTokenEndpoint, ClientID: cc.IDPClientID,
+			IDToken: func(context.Context) (string, error) { return cc.IDPIDToken, nil },
+		})
+	case "auth/wif-jwt-bearer":
+		o.Grant = client.JWTBearer(func(context.Context) (string, error) { return cc.ValidJWT, nil })
+	case "auth/dpop", "auth/dpop-nonce":
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		o.DPoPKey = key
+	}
+	return o, nil
 }
 
 // approve visits authURL as a browser whose user approves, and returns where the

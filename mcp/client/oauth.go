@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,15 @@ type OAuth struct {
 	// authorization server redirected to, with its code, state and iss query parameters.
 	// Required for the authorization code flow.
 	Authorize func(ctx context.Context, authURL string) (*url.URL, error)
+	// Grant, when set, obtains tokens with no user present (ClientCredentials,
+	// JWTBearer, EnterpriseManaged) instead of the authorization code flow.
+	Grant Grant
+	// PrivateKey, when set, authenticates the client at the token endpoint with a signed
+	// JWT (private_key_jwt, RFC 7523 §2.2) instead of ClientSecret.
+	PrivateKey crypto.Signer
+	// DPoPKey, when set, binds tokens to this key (DPoP, RFC 9449) where the authorization
+	// server supports its algorithm: each request then carries a fresh proof.
+	DPoPKey crypto.Signer
 	// Store keeps tokens between connections (nil: in memory, for this OAuth value).
 	Store TokenStore
 	// Client makes the discovery, registration and token requests (nil: the transport's
@@ -138,6 +148,7 @@ type oauthRoundTripper struct {
 	base http.RoundTripper
 	mcp  string // the MCP endpoint
 	hc   *http.Client
+	dpop *dpopSigner // nil without OAuth.DPoPKey
 }
 
 func (o *OAuth) roundTripper(base http.RoundTripper, mcpURL string) *oauthRoundTripper {
@@ -148,46 +159,71 @@ func (o *OAuth) roundTripper(base http.RoundTripper, mcpURL string) *oauthRoundT
 	if hc == nil {
 		hc = &http.Client{Transport: base}
 	}
-	return &oauthRoundTripper{o: o, base: base, mcp: mcpURL, hc: hc}
+	rt := &oauthRoundTripper{o: o, base: base, mcp: mcpURL, hc: hc}
+	if o.DPoPKey != nil {
+		rt.dpop = &dpopSigner{key: o.DPoPKey}
+	}
+	return rt
 }
 
 func (rt *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	for round := 0; ; round++ {
+	nonceRetried := false
+	for round := 0; ; {
 		tok, err := rt.token(ctx)
 		if err != nil {
 			return nil, err
 		}
-		r := req
-		if round > 0 || tok != nil {
-			r = req.Clone(ctx)
-			if round > 0 && req.Body != nil && req.Body != http.NoBody {
-				if req.GetBody == nil {
-					return nil, authErrorf("cannot send the request again after authorizing: its body cannot be replayed")
-				}
-				if r.Body, err = req.GetBody(); err != nil {
-					return nil, err
-				}
+		r := req.Clone(ctx)
+		if r.Body != nil && r.Body != http.NoBody && (round > 0 || nonceRetried) {
+			if req.GetBody == nil {
+				return nil, authErrorf("cannot send the request again after authorizing: its body cannot be replayed")
 			}
-			if tok != nil {
-				r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			if r.Body, err = req.GetBody(); err != nil {
+				return nil, err
 			}
+		}
+		dpop := tok != nil && isDPoP(tok) && rt.dpop != nil
+		switch {
+		case dpop:
+			// RFC 9449 §7.1: the DPoP scheme, with a proof bound to the token.
+			proof, err := rt.dpop.proof(r.Method, r.URL, tok.AccessToken)
+			if err != nil {
+				return nil, err
+			}
+			r.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+			r.Header.Set("DPoP", proof)
+		case tok != nil:
+			r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 		}
 		resp, err := rt.base.RoundTrip(r)
 		if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+			if err == nil && dpop {
+				rt.dpop.learn(r.URL, resp)
+			}
 			return resp, err
 		}
 		ch := parseChallenges(resp.Header.Values("WWW-Authenticate"))
-		bearer := ch.get("bearer")
-		if resp.StatusCode == http.StatusForbidden && bearer["error"] != "insufficient_scope" {
+		params := ch.get("bearer")
+		if len(params) == 0 {
+			params = ch.get("dpop")
+		}
+		if dpop && rt.dpop.learn(r.URL, resp) && ch.get("dpop")["error"] == "use_dpop_nonce" && !nonceRetried {
+			// RFC 9449 §9: the resource server wants its nonce in the proof.
+			nonceRetried = true
+			drain(resp)
+			continue
+		}
+		if resp.StatusCode == http.StatusForbidden && params["error"] != "insufficient_scope" {
 			return resp, nil
 		}
 		if round >= maxAuthRounds {
 			return resp, nil
 		}
+		round++
 		step := resp.StatusCode == http.StatusForbidden
 		drain(resp)
-		if err := rt.authorize(ctx, bearer, step, tok); err != nil {
+		if err := rt.authorize(ctx, params, step, tok); err != nil {
 			return nil, err
 		}
 	}
@@ -266,7 +302,12 @@ func (rt *oauthRoundTripper) authorize(ctx context.Context, ch map[string]string
 		// SEP-2207: ask for a refresh token where the authorization server offers one.
 		scopes = append(slices.Clone(scopes), "offline_access")
 	}
-	tok, err := rt.authorizationCode(ctx, st, scopes)
+	var tok *oauth2.Token
+	if o.Grant != nil {
+		tok, err = o.Grant.token(ctx, &grantRequest{rt: rt, as: st.as, resource: st.resource, scopes: scopes})
+	} else {
+		tok, err = rt.authorizationCode(ctx, st, scopes)
+	}
 	if err != nil {
 		return err
 	}
@@ -325,7 +366,7 @@ func (rt *oauthRoundTripper) authorizationCode(ctx context.Context, st *authStat
 	if code == "" {
 		return nil, authErrorf("the authorization response has no code")
 	}
-	ectx := context.WithValue(ctx, oauth2.HTTPClient, rt.hc)
+	ectx := context.WithValue(ctx, oauth2.HTTPClient, rt.tokenClient(as))
 	tok, err := cfg.Exchange(ectx, code, oauth2.VerifierOption(verifier), resourceParam(st.resource))
 	if err != nil {
 		return nil, fmt.Errorf("%w: exchanging the code: %w", ErrAuthorization, err)
@@ -363,7 +404,7 @@ func (rt *oauthRoundTripper) refresh(ctx context.Context, st *authState, tok *oa
 	}
 	cfg := reg.config(st.as, rt.o.RedirectURL, nil)
 	// x/oauth2's refresh sends no resource; the request's transport adds it.
-	hc := &http.Client{Transport: addForm{base: rt.hc.Transport, key: "resource", value: st.resource}}
+	hc := &http.Client{Transport: addForm{base: rt.tokenClient(st.as).Transport, key: "resource", value: st.resource}}
 	src := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: tok.RefreshToken})
 	fresh, err := src.Token()
 	if err != nil {

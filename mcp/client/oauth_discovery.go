@@ -35,6 +35,7 @@ type asMetadata struct {
 	TokenEndpointAuthMethods          []string `json:"token_endpoint_auth_methods_supported"`
 	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
+	DPoPAlgs                          []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // grantTypes are the grant types the server supports, RFC 8414's default when unsaid.
