@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +50,10 @@ func runBridge(args []string) int {
 	exitOnGiveUp := fs.Bool("exit-on-give-up", false, "exit with status 1 once the supervisor of every child of the pool has given up (--restart-limit), so that an orchestrator restarts relay; without it relay stays up, /readyz answers 503 and requests get an error that is not retryable")
 	sessionIdle := fs.Duration("session-idle", 10*time.Minute, "an initialize-generation session unused this long ends, and its child is stopped")
 	origins := fs.String("allow-origin", "", "a browser origin to allow besides loopback ones")
+	authIssuer := fs.String("auth-issuer", "", "require OAuth 2.1 access tokens from this authorization server (its issuer URL: https, or http on loopback); with --auth-audience")
+	authAudience := fs.String("auth-audience", "", "this server's canonical resource URI, which every token must be issued for (e.g. https://mcp.example.com/mcp)")
+	authScopes := fs.String("auth-scopes", "", "comma-separated scopes every request's token must hold (403 insufficient_scope otherwise)")
+	authClient := fs.String("auth-introspection-client", "", "client id to introspect opaque tokens with (RFC 7662); its secret comes from $RELAY_AUTH_INTROSPECTION_SECRET")
 	flags := addChildFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -90,10 +95,37 @@ func runBridge(args []string) int {
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
+	if *authIssuer != "" || *authAudience != "" {
+		if *authIssuer == "" || *authAudience == "" {
+			fmt.Fprintln(os.Stderr, "relay bridge: --auth-issuer and --auth-audience go together")
+			return 2
+		}
+		var scopes []string
+		for sc := range strings.SplitSeq(*authScopes, ",") {
+			if sc = strings.TrimSpace(sc); sc != "" {
+				scopes = append(scopes, sc)
+			}
+		}
+		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		v, err := httpx.NewTokenVerifier(vctx, httpx.TokenVerifierOptions{Issuer: *authIssuer, Audience: *authAudience, Scopes: scopes,
+			IntrospectionClientID: *authClient, IntrospectionSecret: os.Getenv("RELAY_AUTH_INTROSPECTION_SECRET")})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relay bridge:", err)
+			return 1
+		}
+		// The token stays here: children get requests, never the client's credentials.
+		opts.Authenticator = v.Authenticate
+		opts.ProtectedResource = &httpx.ProtectedResourceMetadata{Resource: *authAudience,
+			AuthorizationServers: []string{*authIssuer}, ScopesSupported: scopes}
+	}
 	h := httpx.NewMCPProfileHandler(b.Profile(), b.ToolHeaders, opts)
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	if opts.ProtectedResource != nil {
+		mux.Handle("/.well-known/oauth-protected-resource", h) // RFC 9728, named by every 401's challenge
+	}
 	mux.Handle("/", ops.Handler())
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -13,7 +13,7 @@ func TestBridgeHelpNamesTheSessionFlags(t *testing.T) {
 	}
 	usage := out + errOut
 	for _, want := range []string{"Usage: relay bridge [flags] -- CMD", "-max-sessions", "-spares", "-session-idle",
-		"-exit-on-give-up", "-pool", "a child process of its own"} {
+		"-exit-on-give-up", "-pool", "a child process of its own", "-auth-issuer", "-auth-audience"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay bridge --help does not mention %q:\n%s", want, usage)
 		}
