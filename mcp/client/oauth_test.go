@@ -52,7 +52,14 @@ type authServer struct {
 }
 
 func newAuthServer(t *testing.T, setup func(*authServer)) *authServer {
-	a := &authServer{t: t, ttl: 3600, challenges: map[string]string{}, tokens: map[string][]string{}, refreshes: map[string][]string{}}
+	a, stop := startAuthServer(setup)
+	t.Cleanup(stop)
+	return a
+}
+
+// startAuthServer starts the servers; stop closes them.
+func startAuthServer(setup func(*authServer)) (a *authServer, stop func()) {
+	a = &authServer{ttl: 3600, challenges: map[string]string{}, tokens: map[string][]string{}, refreshes: map[string][]string{}}
 	if setup != nil {
 		setup(a)
 	}
@@ -61,8 +68,7 @@ func newAuthServer(t *testing.T, setup func(*authServer)) *authServer {
 	h := httpx.NewMCPHandler(newFixture(), &httpx.MCPOptions{Logger: zap.NewNop()})
 	a.rs = httptest.NewServer(a.protect(h))
 	a.mcpURL = a.rs.URL + "/mcp"
-	t.Cleanup(func() { a.rs.Close(); a.as.Close(); h.Close() })
-	return a
+	return a, func() { a.rs.Close(); a.as.Close(); h.Close() }
 }
 
 func (a *authServer) serveAS(w http.ResponseWriter, r *http.Request) {
@@ -171,7 +177,7 @@ func (a *authServer) protect(h http.Handler) http.Handler {
 }
 
 // approveAt returns an OAuth.Authorize that follows the authorization endpoint's redirect.
-func approveAt(t *testing.T) func(ctx context.Context, authURL string) (*url.URL, error) {
+func approveAt() func(ctx context.Context, authURL string) (*url.URL, error) {
 	return func(ctx context.Context, authURL string) (*url.URL, error) {
 		hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
@@ -186,7 +192,7 @@ func approveAt(t *testing.T) func(ctx context.Context, authURL string) (*url.URL
 
 func (a *authServer) transport(t *testing.T) *client.HTTPTransport {
 	tr := client.HTTP(a.mcpURL)
-	tr.OAuth = &client.OAuth{RedirectURL: "http://127.0.0.1:9/callback", Authorize: approveAt(t)}
+	tr.OAuth = &client.OAuth{RedirectURL: "http://127.0.0.1:9/callback", Authorize: approveAt()}
 	return tr
 }
 
