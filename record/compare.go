@@ -38,21 +38,6 @@ func dropMeta(v any) {
 	}
 }
 
-// Key is what two requests must share to be the same request to a recorded server: the
-// method and the params, without _meta; absent, null and empty params are the same.
-func Key(method string, params json.RawMessage) string {
-	if len(params) == 0 || string(params) == "null" {
-		return method + " {}"
-	}
-	v, err := decode(params)
-	if err != nil {
-		return method + " " + string(params)
-	}
-	dropMeta(v)
-	b, _ := json.Marshal(v) // maps are encoded with sorted keys: a canonical form
-	return method + " " + string(b)
-}
-
 // Difference is one place where an answer is not what was recorded.
 type Difference struct {
 	Path      string // a JSON pointer into the message
@@ -159,4 +144,57 @@ func short(s string) string {
 // start of its result or error.
 func Summary(msg []byte) string {
 	return short(strings.TrimSpace(string(msg)))
+}
+
+// Matches reports whether params, a request's, match recorded, the params of a recorded
+// request: equal but for _meta, with a recorded "[redacted]" matching any value (a secret
+// taken out of a recording still lets the request it was in be recognised).
+func Matches(recorded, params json.RawMessage) bool {
+	norm := func(b json.RawMessage) (any, bool) {
+		if len(b) == 0 || string(b) == "null" {
+			return map[string]any{}, true
+		}
+		v, err := decode(b)
+		if err != nil {
+			return nil, false
+		}
+		dropMeta(v)
+		return v, true
+	}
+	r, ok1 := norm(recorded)
+	p, ok2 := norm(params)
+	return ok1 && ok2 && matches(r, p)
+}
+
+func matches(r, p any) bool {
+	switch rv := r.(type) {
+	case string:
+		if rv == Redacted {
+			return true
+		}
+	case map[string]any:
+		pv, ok := p.(map[string]any)
+		if !ok || len(pv) != len(rv) {
+			return false
+		}
+		for k, e := range rv {
+			pe, ok := pv[k]
+			if !ok || !matches(e, pe) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		pv, ok := p.([]any)
+		if !ok || len(pv) != len(rv) {
+			return false
+		}
+		for i := range rv {
+			if !matches(rv[i], pv[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return text(r) == text(p)
 }

@@ -28,8 +28,8 @@
 //
 // # Comparing
 //
-// Compare and Key decide what counts when traffic is replayed: ids never count (a replay
+// Compare and Matches decide what counts when traffic is replayed: ids never count (a replay
 // may number its requests differently), nor does _meta anywhere in a message (trace
 // context, progress tokens and timings change from run to run), nor any pointer the caller
-// adds.
+// adds. To a recorded server (Matches), a recorded "[redacted]" stands for any value.
 package record

@@ -227,18 +227,6 @@ func TestCompareIgnoresIdsMetaAndIgnored(t *testing.T) {
 	}
 }
 
-func TestKeyIgnoresMetaAndKeyOrder(t *testing.T) {
-	a := Key("tools/call", json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":1}}`))
-	b := Key("tools/call", json.RawMessage(`{"arguments":{"text":"hi"},"name":"echo"}`))
-	c := Key("tools/call", json.RawMessage(`{"arguments":{"text":"ho"},"name":"echo"}`))
-	if a != b || a == c {
-		t.Errorf("keys %q %q %q: want the first two equal and the third not", a, b, c)
-	}
-	if Key("tools/list", nil) != Key("tools/list", json.RawMessage(`{}`)) || Key("tools/list", json.RawMessage(`null`)) != Key("tools/list", nil) {
-		t.Error("absent, null and empty params must be the same key")
-	}
-}
-
 func TestParsePointer(t *testing.T) {
 	p, err := ParsePointer("/a~1b/c~0d/0")
 	if err != nil || len(p) != 3 || p[0] != "a/b" || p[1] != "c~d" || p.String() != "/a~1b/c~0d/0" {
@@ -248,5 +236,24 @@ func TestParsePointer(t *testing.T) {
 		if _, err := ParsePointer(bad); err == nil {
 			t.Errorf("ParsePointer(%q) accepted", bad)
 		}
+	}
+}
+
+// A recorded "[redacted]" matches any value; everything else must be equal, _meta aside.
+func TestMatchesTakesRedactedAsAnyValue(t *testing.T) {
+	rec := json.RawMessage(`{"name":"login","arguments":{"user":"ann","password":"[redacted]"}}`)
+	for params, want := range map[string]bool{
+		`{"name":"login","arguments":{"password":"hunter2","user":"ann"},"_meta":{"progressToken":7}}`: true,
+		`{"name":"login","arguments":{"password":{"deep":1},"user":"ann"}}`:                            true,
+		`{"name":"login","arguments":{"password":"hunter2","user":"bob"}}`:                             false,
+		`{"name":"login","arguments":{"user":"ann"}}`:                                                  false,
+		`{"name":"login","arguments":{"password":"x","user":"ann","extra":1}}`:                         false,
+	} {
+		if got := Matches(rec, json.RawMessage(params)); got != want {
+			t.Errorf("Matches(%s) = %v, want %v", params, got, want)
+		}
+	}
+	if !Matches(nil, json.RawMessage(`{}`)) || Matches(json.RawMessage(`[1]`), json.RawMessage(`[2]`)) {
+		t.Error("empty params must match absent ones, and unequal arrays must not match")
 	}
 }

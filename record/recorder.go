@@ -256,13 +256,16 @@ type teeWriter struct {
 }
 
 func (t *teeWriter) Write(p []byte) (int, error) {
-	n, err := t.dst.Write(p)
-	t.l.feed(p[:n])
-	return n, err
+	// Recorded before it is passed on: the peer may answer the moment it reads a frame,
+	// and its answer must not be recorded before the frame it answers.
+	t.l.feed(p)
+	return t.dst.Write(p)
 }
 
 // Writer returns a writer to dst that records each line written through it in direction
-// dir: the host's stdout, say, as a proxy writes to it. Only what dst accepted is recorded.
+// dir: the host's stdout, say, as a proxy writes to it. A line is recorded as it is handed
+// to dst, before dst has it, so that the order of the recording is the order of cause and
+// effect.
 func (r *Recorder) Writer(dir Dir, dst io.Writer) io.Writer {
 	return &teeWriter{dst: dst, l: lines{r: r, dir: dir}}
 }

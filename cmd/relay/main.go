@@ -1,9 +1,12 @@
 // Command relay is Relay's command line: `relay supervise` runs a stdio server as a
 // self-healing child behind a transparent proxy; `relay bridge` serves one over Streamable
-// HTTP from a pool of supervised children.
+// HTTP from a pool of supervised children; `relay replay` turns a recording of either
+// (--record) into a regression test or a mock server.
 //
 //	relay supervise [flags] -- CMD ARGS...
 //	relay bridge [--listen ADDR] [--pool N] [flags] -- CMD ARGS...
+//	relay replay [flags] FILE -- CMD ARGS...
+//	relay replay --serve FILE
 //
 // Run `relay help` or `relay supervise --help` for the flags.
 package main
@@ -22,6 +25,8 @@ Usage:
   relay supervise [flags] -- CMD [ARGS...]   run a stdio server as a self-healing child
   relay bridge [flags] -- CMD [ARGS...]      serve a stdio server over Streamable HTTP
   relay bench [flags] -- CMD [ARGS...]       measure a stdio server's throughput and latency
+  relay replay [flags] FILE -- CMD [ARGS...] replay a recorded session to a server, diff its answers
+  relay replay --serve FILE                  act as the recorded server for a host
   relay help                                 show this help
 
 Run "relay COMMAND --help" for a command's flags.
@@ -52,6 +57,8 @@ func run() int {
 		return runBridge(os.Args[2:])
 	case "bench":
 		return runBench(os.Args[2:])
+	case "replay":
+		return runReplay(os.Args[2:])
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 		return 0

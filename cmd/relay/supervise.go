@@ -18,6 +18,7 @@ import (
 
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/rcp"
+	"github.com/relayrt/relay/record"
 	"github.com/relayrt/relay/stdio"
 	"github.com/relayrt/relay/supervise"
 	"github.com/relayrt/relay/telemetry"
@@ -36,6 +37,8 @@ stderr, and so does the child's stderr, each line prefixed with the child's name
 --quiet-child). The standard OTEL_* variables turn on OpenTelemetry: a client span per request
 passed on, in the caller's trace (from _meta.traceparent) and handed on to the child in
 _meta.traceparent, an event on it per replay, and a span per restart of the child.
+--record FILE appends every frame, both directions, to FILE (created 0600) for
+"relay replay": see "relay replay --help".
 
 Flags:
 `
@@ -126,10 +129,16 @@ func runSupervise(args []string) int {
 	fs := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), superviseUsage); fs.PrintDefaults() }
 	flags := addChildFlags(fs)
+	rec := addRecordFlags(fs, "append every frame, both directions, to this file (NDJSON, created 0600), for relay replay")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	recOpts, err := rec.options()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay supervise:", err)
 		return 2
 	}
 	cmdArgs := fs.Args()
@@ -159,7 +168,23 @@ func runSupervise(args []string) int {
 	if !*flags.rcp { // the spans follow MCP's conventions
 		proxyOpts.Observer = tel.Proxy()
 	}
-	if err := supervise.Proxy(ctx, supervise.New(spec), stdio.Stdin(), proto, &proxyOpts); err != nil {
+	var hostIn io.Reader = stdio.Stdin()
+	var hostOut io.Writer = proto
+	if *rec.path != "" {
+		// The host's side is teed, line by line: the proxy sees the same streams.
+		r, err := record.Create(*rec.path, recOpts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relay supervise: --record:", err)
+			return 2
+		}
+		defer func() {
+			if err := errors.Join(r.Err(), r.Close()); err != nil {
+				log.Error("the recording is incomplete", zap.String("file", r.Path()), zap.Error(err))
+			}
+		}()
+		hostIn, hostOut = r.Reader(record.In, hostIn), r.Writer(record.Out, hostOut)
+	}
+	if err := supervise.Proxy(ctx, supervise.New(spec), hostIn, hostOut, &proxyOpts); err != nil {
 		log.Error("relay supervise is exiting", zap.Error(err))
 		return 1
 	}
