@@ -21,6 +21,8 @@ import (
 const replayUsage = `Usage: relay replay [flags] FILE -- CMD [ARGS...]
        relay replay --serve [flags] FILE
 
+(Flags go before FILE.)
+
 Replays a recording made with "relay supervise --record FILE" (or "relay bridge --record").
 
 With CMD: starts CMD, a stdio server, and sends it the host's side of the recording in
@@ -235,8 +237,8 @@ func (rp *replayer) run(ctx context.Context, cmdArgs []string, stopWait time.Dur
 			rp.report(i, fmt.Sprintf("no answer (id %s)", id), nil)
 		}
 	}
-	fmt.Fprintf(rp.out, "relay replay: %d answers compared, %d differences; %d notifications from the server (not compared)\n",
-		rp.compared, rp.differ, rp.notes)
+	fmt.Fprintf(rp.out, "relay replay: %d answers compared, %s; %d notifications from the server (not compared)\n",
+		rp.compared, plural(rp.differ, "difference"), rp.notes)
 	if ctx.Err() != nil {
 		return 2
 	}
@@ -559,4 +561,11 @@ func errorFrame(id json.RawMessage, code int, message string, data any) []byte {
 
 func writeLine(w io.Writer, b []byte) {
 	w.Write(append(b, '\n'))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
