@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/record"
 )
 
@@ -275,5 +281,87 @@ func TestReplayHelpAndBadUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("relay %s: exit %d, %q; want 2 and %q", strings.Join(c.args, " "), code, errOut, c.want)
 		}
+	}
+}
+
+var (
+	everythingOnce sync.Once
+	rtEverything   string
+	everythingErr  error
+)
+
+// everything builds examples/everything once per test binary.
+func everything(t *testing.T) string {
+	t.Helper()
+	everythingOnce.Do(func() {
+		rtEverything = hosttest.Exe(filepath.Join(filepath.Dir(rtBin), "everything"))
+		if out, err := exec.Command("go", "build", "-o", rtEverything, "../../examples/everything").CombinedOutput(); err != nil {
+			everythingErr = fmt.Errorf("go build examples/everything: %v\n%s", err, out)
+		}
+	})
+	if everythingErr != nil {
+		t.Fatal(everythingErr)
+	}
+	return rtEverything
+}
+
+// A server's own request (sampling/createMessage, from examples/everything's test_sampling)
+// is recorded with the host's answer; the replay sends that answer once the server asks,
+// with the id the server asked with (relay supervise gives the host ids of its own, so the
+// recorded id is not the one examples/everything uses when it is replayed to directly), and
+// the call's answer is the recorded one.
+func TestReplayAnswersTheServersRequests(t *testing.T) {
+	srv := everything(t)
+	file := filepath.Join(t.TempDir(), "session.ndjson")
+	cmd := exec.Command(rtBin, "supervise", "--record", file, "--", srv)
+	in, _ := cmd.StdinPipe()
+	outPipe, _ := cmd.StdoutPipe()
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(outPipe)
+	lines.Buffer(nil, 1<<20)
+	send := func(s string) { io.WriteString(in, s+"\n") }
+	// next reads until the answer to id, answering the server's sampling request on the way.
+	next := func(id string) string {
+		for lines.Scan() {
+			var m struct {
+				ID     json.RawMessage
+				Method string
+			}
+			json.Unmarshal(lines.Bytes(), &m)
+			switch {
+			case m.Method == "sampling/createMessage" && m.ID != nil:
+				send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"the model's words"},"model":"m","stopReason":"endTurn"}}`)
+			case string(m.ID) == id && m.Method == "":
+				return lines.Text()
+			}
+		}
+		t.Fatalf("no answer to %s; relay's stderr:\n%s", id, errOut.String())
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	next("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_sampling","arguments":{"prompt":"say something"}}}`)
+	if got := next("2"); !strings.Contains(got, "LLM response: the model's words") {
+		t.Fatalf("test_sampling = %s", got)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"test_tool_with_logging","arguments":{}}}`)
+	next("3")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("relay supervise: %v\n%s", err, errOut.String())
+	}
+	b, _ := os.ReadFile(file)
+	if !bytes.Contains(b, []byte(`"dir":"out","msg":{"jsonrpc":"2.0","id":`)) || !bytes.Contains(b, []byte(`"method":"sampling/createMessage"`)) {
+		t.Fatalf("the server's request is not in the recording:\n%s", b)
+	}
+	code, out, stderr := rtRunOnce(t, "replay", "--timeout", "5s", file, "--", srv)
+	if code != 0 || !strings.Contains(out, "3 answers compared, 0 differences") {
+		t.Errorf("replay: exit %d\n%s%s", code, out, stderr)
 	}
 }
