@@ -8,7 +8,8 @@
 //
 // What it does: connect over Streamable HTTP, list the tools and call each one with
 // arguments made from its input schema, list and read the resources, list and get the
-// prompts; a few scenarios ask for something more precise (the values of
+// prompts, authorizing with OAuth first in the authorization scenarios (auth.go); a few
+// scenarios ask for something more precise (the values of
 // http-custom-headers, the schema round trip of json-schema-2020-12-preservation). A
 // failed call is reported on stderr and does not stop the run; the exit status is 1 only
 // when the connection cannot be made.

@@ -27,6 +27,15 @@
 //     again, the handshake replayed to it, and the calls safe to replay sent again.
 //   - MemoryTransport talks to a runtime.Server in the same process, for tests.
 //
+// # Authorization
+//
+// HTTPTransport.OAuth authorizes the requests with OAuth 2.1 once the server answers 401
+// (MCP 2025-11-25, Basic › Authorization): protected resource and authorization server
+// discovery, registration, the authorization code flow with PKCE, the resource indicator
+// and iss checks, refresh and scope step-up; OAuth.Grant replaces the browser where no
+// user is present, and OAuth.DPoPKey binds tokens to a key. The deprecated HTTP+SSE
+// transport is not authorized.
+//
 // # Generations
 //
 // Unless WithVersion pins one, Connect probes with server/discover carrying the 2026-07-28

@@ -25,6 +25,9 @@ import (
 // the scopes held and the scopes challenged, once per new scope set. Expired tokens are
 // refreshed when the server issued a refresh token.
 //
+// One OAuth value may serve several transports and connections: it keeps the
+// registrations and tokens it obtained, and is safe for concurrent use.
+//
 //	t := client.HTTP("https://mcp.example.com/mcp")
 //	t.OAuth = &client.OAuth{
 //		ClientMetadataURL: "https://app.example.com/oauth/client.json",
@@ -266,13 +269,19 @@ func (rt *oauthRoundTripper) authorize(ctx context.Context, ch map[string]string
 	o := rt.o
 	o.flow.Lock()
 	defer o.flow.Unlock()
-	// Another request may have authorized while this one waited.
-	if cur, err := rt.token(ctx); err == nil && cur != nil && held != nil && cur.AccessToken != held.AccessToken {
+	// Another request may have authorized while this one waited: its token is tried first.
+	if cur, err := rt.token(ctx); err == nil && cur != nil && (held == nil || cur.AccessToken != held.AccessToken) {
 		return nil
 	}
 	st, prm, err := rt.discover(ctx, ch)
 	if err != nil {
 		return err
+	}
+	if !step {
+		// A token the store kept from an earlier connection, now that the resource is known.
+		if cur, err := rt.token(ctx); err == nil && cur != nil && (held == nil || cur.AccessToken != held.AccessToken) {
+			return nil
+		}
 	}
 	scopes := strings.Fields(ch["scope"])
 	if len(scopes) == 0 && prm != nil {

@@ -364,3 +364,34 @@ func TestOAuth_ClientCredentials(t *testing.T) {
 		t.Fatalf("client authentication %q, want svc:s3cret in Basic", basic)
 	}
 }
+
+// A TokenStore outlives the OAuth value: a new one (a new process, say) uses the kept token
+// once discovery has named the resource, with no new authorization.
+func TestOAuth_TokenStoreReused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAuthServer(t, nil)
+	store := &client.MemoryTokenStore{}
+	for range 2 {
+		tr := a.transport(t)
+		tr.OAuth.Store = store
+		c, err := client.Connect(ctx, tr, client.WithVersion(mcp.Version20251125))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Ping(ctx)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.authorized) != 1 {
+		t.Fatalf("%d authorizations for two OAuth values sharing a store, want 1", len(a.authorized))
+	}
+	tok, _ := store.Token(ctx, a.mcpURL)
+	if tok == nil || tok.AccessToken == "" {
+		t.Fatalf("the store holds %+v for %s", tok, a.mcpURL)
+	}
+}
