@@ -80,6 +80,17 @@ type Options struct {
 	// child of the request's own span, whose trace context the child gets in
 	// _meta.traceparent, and records mcp.client.operation.duration (see package telemetry).
 	Telemetry *telemetry.Telemetry
+	// Record, when not nil, gives each child, by its name, a recorder of the frames between
+	// the bridge and the child (relay bridge --record: a file per child, so a file per
+	// session for a server of the initialize generation). A nil recorder records nothing.
+	Record func(child string) FrameRecorder
+}
+
+func (o *Options) recorder(child string) FrameRecorder {
+	if o.Record == nil {
+		return nil
+	}
+	return o.Record(child)
 }
 
 // Bridge is a pool of supervised children behind one MCP profile.
@@ -120,7 +131,8 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
 	for i := range opts.Pool {
-		b.clients = append(b.clients, startChild(ctx, fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i), opts.Spec, opts.Proxy, opts.Logger))
+		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
+		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name)))
 	}
 	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)

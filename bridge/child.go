@@ -81,17 +81,23 @@ type childReply struct {
 var errChildGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the session's server is gone; initialize again",
 	Data: map[string]any{"retryable": false}}
 
-// startChild spawns a child behind the proxy core under ctx (the bridge's).
-func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger) *childConn {
+// startChild spawns a child behind the proxy core under ctx (the bridge's); rec, when not
+// nil, records its frames.
+func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger, rec FrameRecorder) *childConn {
 	spec.Command.Name = name
 	c := &childConn{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
 		proxied: make(chan error, 1), log: log.With(zap.String("child", name))}
 	opts.Logger = c.log
 	out := make(chan []byte, 256)
 	sup := supervise.New(spec)
+	var coreIn <-chan []byte = c.in
+	var coreOut chan<- []byte = out
+	if rec != nil { // recorded (relay bridge --record): see tap
+		coreIn, coreOut = tap(rec, c.in, out, c.done)
+	}
 	go func() { // the core; its output ends when it returns
-		err := supervise.ServeFrames(ctx, sup, c.in, out, &opts)
-		close(out)
+		err := supervise.ServeFrames(ctx, sup, coreIn, coreOut, &opts)
+		close(coreOut)
 		c.proxied <- err
 	}()
 	go c.route(out)

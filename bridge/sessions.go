@@ -26,6 +26,7 @@ import (
 // waits for.
 type sessionChildren struct {
 	ctx   context.Context // the bridge's: the children's cores run under it
+	opts  Options         // for its Record
 	spec  supervise.Spec
 	proxy supervise.ProxyOptions
 	log   *zap.Logger
@@ -51,7 +52,7 @@ const claimWait = 2 * time.Second
 
 func newSessionChildren(ctx context.Context, opts Options) *sessionChildren {
 	spares := max(opts.Spares, 0)
-	s := &sessionChildren{ctx: ctx, spec: opts.Spec, proxy: opts.Proxy, log: opts.Logger, name: nameOf(opts.Spec.Command),
+	s := &sessionChildren{ctx: ctx, opts: opts, spec: opts.Spec, proxy: opts.Proxy, log: opts.Logger, name: nameOf(opts.Spec.Command),
 		slots: make(chan struct{}, opts.MaxSessions), spares: make(chan *childConn, spares),
 		room: make(chan struct{}, spares), stop: make(chan struct{}), live: map[*childConn]bool{}}
 	for range spares {
@@ -84,7 +85,7 @@ func (s *sessionChildren) spawn() *childConn {
 	s.seq++
 	name := s.name + "/s" + strconv.Itoa(s.seq)
 	s.mu.Unlock()
-	return startChild(s.ctx, name, s.spec, s.proxy, s.log)
+	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name))
 }
 
 // errFull is the answer to an initialize beyond the bound.

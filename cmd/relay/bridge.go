@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/bridge"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/record"
 	relayrt "github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/telemetry"
 )
@@ -36,6 +38,8 @@ HTTP server of Relay's has (Origin and Host checks, limits, /metrics, /healthz, 
 graceful shutdown on SIGTERM) applies. The supervise flags below tune the children.
 The standard OTEL_* variables turn on OpenTelemetry: a server span per request, a client
 span per request passed on to a child (which gets its trace context in _meta.traceparent).
+--record DIR records the frames between the bridge and each child, a file per child (so a
+file per session with a server of the initialize generation), for "relay replay".
 
 Flags:
 `
@@ -55,10 +59,16 @@ func runBridge(args []string) int {
 	authScopes := fs.String("auth-scopes", "", "comma-separated scopes every request's token must hold (403 insufficient_scope otherwise)")
 	authClient := fs.String("auth-introspection-client", "", "client id to introspect opaque tokens with (RFC 7662); its secret comes from $RELAY_AUTH_INTROSPECTION_SECRET")
 	flags := addChildFlags(fs)
+	rec := addRecordFlags(fs, "record the frames between the bridge and each child in this directory, a file per child (NDJSON, created 0600), for relay replay")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	recOpts, err := rec.options()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
 	if len(fs.Args()) == 0 {
@@ -82,8 +92,15 @@ func runBridge(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay bridge: --max-sessions must be at least 1, --spares at least 0, --session-idle positive")
 		return 2
 	}
-	b, err := bridge.New(ctx, bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
-		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel})
+	bopts := bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
+		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel}
+	if *rec.path != "" {
+		if bopts.Record, err = recordDir(*rec.path, recOpts, log); err != nil {
+			fmt.Fprintln(os.Stderr, "relay bridge: --record:", err)
+			return 2
+		}
+	}
+	b, err := bridge.New(ctx, bopts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 1
@@ -163,4 +180,22 @@ func runBridge(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// recordDir makes dir (0700) and returns the bridge's recorder maker: a file per child,
+// named by the bridge's start and the child's name, so that no run appends to another's.
+func recordDir(dir string, opts *record.Options, log *zap.Logger) (func(string) bridge.FrameRecorder, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	start := time.Now().UTC().Format("20060102T150405")
+	clean := strings.NewReplacer("/", "-", "#", "-", "\\", "-", ":", "-", " ", "-")
+	return func(child string) bridge.FrameRecorder {
+		r, err := record.Create(filepath.Join(dir, start+"-"+clean.Replace(child)+".ndjson"), opts)
+		if err != nil {
+			log.Error("cannot record a child; it runs unrecorded", zap.String("child", child), zap.Error(err))
+			return nil
+		}
+		return r
+	}, nil
 }

@@ -188,9 +188,16 @@ func (rp *replayer) run(ctx context.Context, cmdArgs []string, stopWait time.Dur
 		}
 		stopped = true
 		close(toChild)
-		in.Close() // a write blocked on a child that stopped reading ends too
-		if err := <-writeDone; err != nil {
-			fmt.Fprintf(rp.out, "the server stopped reading its input: %v\n", err)
+		var werr error
+		select {
+		case werr = <-writeDone:
+		case <-time.After(stopWait): // a write blocked on a child that stopped reading
+			in.Close()
+			werr = <-writeDone
+		}
+		in.Close()
+		if werr != nil {
+			fmt.Fprintf(rp.out, "the server stopped reading its input: %v\n", werr)
 			rp.differ++
 		}
 		grace := time.NewTimer(stopWait)
