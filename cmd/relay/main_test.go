@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 // ---- the child: a small MCP-ish stdio server ----
 
 // rtChild serves echo and sleep (annotated readOnlyHint and idempotentHint), danger (not
-// annotated), pid, and exit; mode "exit=N" exits with N at once, mode "silent" reads
+// annotated), pid, and exit (mode "legacy": and refuses server/discover); mode "exit=N" exits with N at once, mode "silent" reads
 // nothing and answers nothing until it is killed, mode "say=TEXT" writes TEXT to stderr
 // first.
 func rtChild(mode string) int {
@@ -102,6 +102,8 @@ func rtChild(mode string) int {
 		if json.Unmarshal(line, &m) == nil && m.ID != nil {
 			a := m.Params.Arguments
 			switch {
+			case m.Method == "server/discover" && mode == "legacy": // the initialize generation only
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
 			case m.Method == "tools/list":
 				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": []any{
 					map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}, "annotations": safe},
