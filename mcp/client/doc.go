@@ -34,7 +34,8 @@
 // discovery, registration, the authorization code flow with PKCE, the resource indicator
 // and iss checks, refresh and scope step-up; OAuth.Grant replaces the browser where no
 // user is present, and OAuth.DPoPKey binds tokens to a key. The deprecated HTTP+SSE
-// transport is not authorized.
+// transport's GET and POSTs go through the same authorized client (no test covers a
+// protected server of that transport yet).
 //
 // # Generations
 //

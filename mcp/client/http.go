@@ -76,7 +76,9 @@ type httpConn struct {
 	session string // Mcp-Session-Id of the initialize generation
 }
 
-func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
+// httpClient is the client the transport's requests go through: Client, authorized with
+// OAuth when it is set.
+func (t *HTTPTransport) httpClient() *http.Client {
 	hc := t.Client
 	if hc == nil {
 		hc = &http.Client{}
@@ -86,7 +88,11 @@ func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
 		wrapped.Transport = t.OAuth.roundTripper(hc.Transport, t.URL)
 		hc = &wrapped
 	}
-	h := &httpConn{t: t, hc: hc, in: in, slots: make(chan struct{}, maxServing)}
+	return hc
+}
+
+func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
+	h := &httpConn{t: t, hc: t.httpClient(), in: in, slots: make(chan struct{}, maxServing)}
 	h.closed, h.endServes = context.WithCancel(context.Background())
 	return h, nil
 }
