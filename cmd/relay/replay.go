@@ -123,6 +123,8 @@ type replayer struct {
 	// order; recorded server requests are matched to them by method and rank.
 	asked map[string][]json.RawMessage
 	rank  []int // by frame index of a recorded server request: its rank among its method's
+	// recordedAsks counts the recorded server requests by method.
+	recordedAsks map[string]int
 
 	got     <-chan []byte // the server's frames; nil once its output has ended
 	toChild chan<- []byte
@@ -289,6 +291,7 @@ func (rp *replayer) prepare() {
 	rp.pending, rp.asked = map[string]int{}, map[string][]json.RawMessage{}
 	open := map[string]int{} // the host's requests not yet answered in the recording, by id
 	perMethod := map[string]int{}
+	rp.recordedAsks = perMethod
 	for i := range rp.frames {
 		rp.answerOf[i] = -1
 		m := rp.frames[i].Parse()
@@ -368,6 +371,13 @@ func (rp *replayer) take(line []byte) {
 	case record.Notification:
 		rp.notes++
 	case record.Request:
+		if len(rp.asked[m.Method]) >= rp.recordedAsks[m.Method] {
+			// Not in the recording, so no answer to send: the server may wait for one, and the
+			// call it serves time out. Kept no further, so that memory stays bounded.
+			fmt.Fprintf(rp.out, "the server asked %s more often than in the recording (not answered): %s\n", m.Method, record.Summary(line))
+			rp.differ++
+			return
+		}
 		var id struct{ ID json.RawMessage }
 		json.Unmarshal(line, &id)
 		rp.asked[m.Method] = append(rp.asked[m.Method], id.ID)
