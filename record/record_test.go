@@ -98,6 +98,18 @@ func TestFileIsCreated0600(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
+	// An existing file that others may read is made private before anything is appended.
+	old := filepath.Join(t.TempDir(), "old")
+	os.WriteFile(old, []byte{}, 0o644)
+	os.Chmod(old, 0o644) // whatever the umask
+	r, err = Create(old, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if st, _ := os.Stat(old); st.Mode().Perm() != 0o600 {
+		t.Errorf("an existing file's mode is %v, want 0600", st.Mode().Perm())
+	}
 }
 
 // Values at the redacted pointers never reach the file; a message they do not reach is

@@ -47,8 +47,8 @@ type Recorder struct {
 	closed bool
 }
 
-// Create opens path for recording, creating it with mode 0600, and appends to what it
-// holds.
+// Create opens path for recording, creating it with mode 0600 (and making an existing file
+// that others could read 0600), and appends to what it holds.
 func Create(path string, opts *Options) (*Recorder, error) {
 	r := &Recorder{path: path}
 	if opts != nil {
@@ -78,6 +78,12 @@ func (r *Recorder) open() error {
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("cannot open the recording: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 { // an older file others may read: a recording holds secrets
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return fmt.Errorf("cannot make the recording private (mode 0600): %w", err)
+		}
 	}
 	r.f, r.size = f, st.Size()
 	return nil
