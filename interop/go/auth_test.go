@@ -9,12 +9,17 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/relayrt/relay/internal/oidctest"
+	relaymcp "github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
 )
 
 // testIssuer is an authorization server for the tests: RFC 8414 metadata and a JWK set of
@@ -121,4 +126,37 @@ func TestBridgeAsAnOAuthResourceServer(t *testing.T) {
 		t.Fatalf("echo answered %q", got)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// The whole chain with real peers: relay bridge protects a stdio server as a resource server
+// of oidc-provider, and Relay's client (mcp/client) finds the authorization server from
+// the bridge's 401, signs in through the provider's pages (the authorization code flow with
+// PKCE and the resource indicator) and calls a tool with the token it gets; the child never
+// sees the token.
+func TestBridgeWithRelayClientAndOIDCProvider(t *testing.T) {
+	addr := freeAddr(t)
+	resource := "http://" + addr + "/mcp"
+	const redirect = "http://127.0.0.1:9/callback"
+	issuer := oidctest.Start(t, resource, redirect)
+	url := startBridgeAt(t, addr, []string{"--pool", "1", "--auth-issuer", issuer, "--auth-audience", resource,
+		"--auth-scopes", "mcp:read"}, echoBin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tr := client.HTTP(url)
+	tr.OAuth = &client.OAuth{ClientID: oidctest.ClientID, RedirectURL: redirect,
+		Authorize: func(ctx context.Context, authURL string) (*neturl.URL, error) {
+			return oidctest.SignIn(ctx, authURL, redirect)
+		}}
+	c, err := client.Connect(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.CallTool(ctx, "echo", map[string]any{"text": "through the bridge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*relaymcp.TextContent).Text; !strings.Contains(got, "through the bridge") {
+		t.Fatalf("echo answered %q", got)
+	}
 }

@@ -35,12 +35,22 @@ func startBridge(t *testing.T, pool int, child ...string) string {
 // startBridgeFlags is startBridge with relay bridge's flags given.
 func startBridgeFlags(t *testing.T, flags []string, child ...string) string {
 	t.Helper()
+	return startBridgeAt(t, freeAddr(t), flags, child...)
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startBridgeAt is startBridgeFlags listening on addr.
+func startBridgeAt(t *testing.T, addr string, flags []string, child ...string) string {
+	t.Helper()
 	args := append(append(append([]string{"bridge", "--listen", addr}, flags...), "--"), child...)
 	cmd := exec.Command(relayBin, args...)
 	cmd.Dir = repoRoot()
