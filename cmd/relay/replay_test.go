@@ -260,6 +260,17 @@ func TestReplayHelpAndBadUsage(t *testing.T) {
 			t.Errorf("relay replay --help does not mention %q:\n%s", want, usage)
 		}
 	}
+	for _, cmd := range []string{"supervise", "bridge"} {
+		_, out, errOut := rtRunOnce(t, cmd, "--help")
+		for _, want := range []string{"-record ", "-redact", "-record-max", "relay replay"} {
+			if !strings.Contains(out+errOut, want) {
+				t.Errorf("relay %s --help does not mention %q", cmd, want)
+			}
+		}
+	}
+	if _, out, _ := rtRunOnce(t, "help"); !strings.Contains(out, "relay replay --serve FILE") {
+		t.Errorf("relay help does not name relay replay:\n%s", out)
+	}
 	missing := filepath.Join(t.TempDir(), "none.ndjson")
 	notRec := filepath.Join(t.TempDir(), "x.ndjson")
 	os.WriteFile(notRec, []byte("{\"jsonrpc\":\"2.0\"}\n"), 0o600)
