@@ -73,4 +73,3 @@ func TestOAuth_OIDCProviderEndToEnd(t *testing.T) {
 		t.Fatalf("%d logins for two connections with one OAuth, want 1 (the token is kept)", logins)
 	}
 }
-
