@@ -137,10 +137,25 @@ func TestTokenVerifier_RefusesEveryBadToken(t *testing.T) {
 		"iss": is.srv.URL, "exp": time.Now().Add(time.Hour).Unix()}
 	is.opaque["opaque-other-aud"] = map[string]any{"active": true, "sub": "bob", "scope": "read", "aud": "https://elsewhere"}
 	v := verifier(t, is, "read")
-	h := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate,
-		ProtectedResource: &httpx.ProtectedResourceMetadata{Resource: audience, AuthorizationServers: []string{is.srv.URL}}})
-	srv := httptest.NewServer(h)
-	defer func() { srv.Close(); h.Close(); http.DefaultClient.CloseIdleConnections() }()
+	prm := &httpx.ProtectedResourceMetadata{Resource: audience, AuthorizationServers: []string{is.srv.URL}}
+	rh := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate, ProtectedResource: prm})
+	srv := httptest.NewServer(rh)
+	defer func() { srv.Close(); rh.Close(); http.DefaultClient.CloseIdleConnections() }()
+	mcpf := newFixture(t, &httpx.MCPOptions{Authenticator: v.Authenticate, ProtectedResource: prm})
+	protocols := []struct {
+		name string
+		ask  func(auth string) (int, string)
+	}{
+		{"RCP", func(auth string) (int, string) { return rcpPing(t, srv.URL, auth) }},
+		{"MCP", func(auth string) (int, string) {
+			body, hdr := modernCall(1, "tools/list", nil)
+			if auth != "" {
+				hdr = append(hdr, "Authorization", auth)
+			}
+			r := mcpf.post(body, hdr...)
+			return r.status, r.header.Get("WWW-Authenticate")
+		}},
+	}
 	hour := time.Hour
 	cases := []struct {
 		name, token string
@@ -163,25 +178,27 @@ func TestTokenVerifier_RefusesEveryBadToken(t *testing.T) {
 		{"opaque, for another resource", "opaque-other-aud", 401},
 		{"valid, without the scope needed", is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": "write"}), 403},
 	}
-	for _, c := range cases {
-		auth := ""
-		if c.token != "" {
-			auth = "Bearer " + c.token
-		}
-		status, www := rcpPing(t, srv.URL, auth)
-		if status != c.status {
-			t.Errorf("%s: HTTP %d, want %d (%s)", c.name, status, c.status, www)
-			continue
-		}
-		switch status {
-		case 401:
-			// RFC 6750 §3.1: no error code when the request had no token at all.
-			if (c.token != "") != strings.Contains(www, `error="invalid_token"`) || !strings.Contains(www, `scope="read"`) || !strings.Contains(www, "resource_metadata=") {
-				t.Errorf("%s: challenge %q", c.name, www)
+	for _, p := range protocols {
+		for _, c := range cases {
+			auth := ""
+			if c.token != "" {
+				auth = "Bearer " + c.token
 			}
-		case 403:
-			if !strings.Contains(www, `error="insufficient_scope"`) || !strings.Contains(www, `scope="read"`) {
-				t.Errorf("%s: challenge %q", c.name, www)
+			status, www := p.ask(auth)
+			if status != c.status {
+				t.Errorf("%s, %s: HTTP %d, want %d (%s)", p.name, c.name, status, c.status, www)
+				continue
+			}
+			switch status {
+			case 401:
+				// RFC 6750 §3.1: no error code when the request had no token at all.
+				if (c.token != "") != strings.Contains(www, `error="invalid_token"`) || !strings.Contains(www, `scope="read"`) || !strings.Contains(www, "resource_metadata=") {
+					t.Errorf("%s, %s: challenge %q", p.name, c.name, www)
+				}
+			case 403:
+				if !strings.Contains(www, `error="insufficient_scope"`) || !strings.Contains(www, `scope="read"`) {
+					t.Errorf("%s, %s: challenge %q", p.name, c.name, www)
+				}
 			}
 		}
 	}
