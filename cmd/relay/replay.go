@@ -208,7 +208,9 @@ func (rp *replayer) run(ctx context.Context, cmdArgs []string, stopWait time.Dur
 			select {
 			case line, ok := <-got:
 				if !ok {
-					cmd.Wait()
+					if err := cmd.Wait(); err != nil && killed == 0 { // said, not counted: a recording has no exit status
+						fmt.Fprintf(rp.out, "the server exited: %v\n", err)
+					}
 					return
 				}
 				rp.take(line)
