@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/oidctest"
 )
 
 // issuer is an authorization server for the tests: RFC 8414 metadata, a JWK set with an
@@ -266,4 +267,44 @@ func FuzzParseJWK(f *testing.F) {
 			t.Fatal("no key and no error")
 		}
 	})
+}
+
+// RCP/1 behind a resource server of a real authorization server: oidc-provider issues an
+// RS256 JWT for the RCP endpoint's resource through the code flow, and the endpoint takes
+// it; without it, -32012 and a 401 that names the scope (RCP/1 §15.6).
+func TestTokenVerifier_RCPWithOIDCProvider(t *testing.T) {
+	var handler atomic.Pointer[http.Handler]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := handler.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	resource := srv.URL + "/rcp"
+	const redirect = "http://127.0.0.1:9/callback"
+	issuer := oidctest.Start(t, resource, redirect)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v, err := httpx.NewTokenVerifier(ctx, httpx.TokenVerifierOptions{Issuer: issuer, Audience: resource, Scopes: []string{"mcp:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate,
+		ProtectedResource: &httpx.ProtectedResourceMetadata{Resource: resource, AuthorizationServers: []string{issuer}}})
+	defer rh.Close()
+	var h http.Handler = rh
+	handler.Store(&h)
+	if status, www := rcpPing(t, srv.URL, ""); status != 401 || !strings.Contains(www, `scope="mcp:read"`) {
+		t.Fatalf("no token: %d %q", status, www)
+	}
+	tok, err := oidctest.Token(ctx, issuer, resource, redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, www := rcpPing(t, srv.URL, "Bearer "+tok); status != 200 {
+		t.Fatalf("oidc-provider's token: %d %q", status, www)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -7,6 +7,7 @@ package oidctest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"io"
@@ -21,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 )
 
 // ClientID is the provider's one client: public, with PKCE.
@@ -136,4 +139,43 @@ func SignIn(ctx context.Context, authURL, redirect string) (*url.URL, error) {
 		return nil, fmt.Errorf("the provider never redirected to %s", redirect)
 	}
 	return back, nil
+}
+
+// Token signs in and runs the authorization code flow with PKCE and the resource indicator
+// (RFC 8707) against the provider, as a client that knows its endpoints would, and returns
+// the access token for resource: for tests of servers whose clients are not Relay's.
+func Token(ctx context.Context, issuer, resource, redirect string) (string, error) {
+	var meta struct {
+		AuthorizationEndpoint string `json:"authorization_endpoint"`
+		TokenEndpoint         string `json:"token_endpoint"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&meta)
+	resp.Body.Close()
+	if err != nil {
+		return "", err
+	}
+	cfg := &oauth2.Config{ClientID: ClientID, RedirectURL: redirect, Scopes: []string{"mcp:read"},
+		Endpoint: oauth2.Endpoint{AuthURL: meta.AuthorizationEndpoint, TokenURL: meta.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams}}
+	verifier := oauth2.GenerateVerifier()
+	res := oauth2.SetAuthURLParam("resource", resource)
+	back, err := SignIn(ctx, cfg.AuthCodeURL("state-1", oauth2.S256ChallengeOption(verifier), res), redirect)
+	if err != nil {
+		return "", err
+	}
+	if back.Query().Get("state") != "state-1" {
+		return "", fmt.Errorf("the provider redirected with state %q", back.Query().Get("state"))
+	}
+	tok, err := cfg.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier), res)
+	if err != nil {
+		return "", err
+	}
+	return tok.AccessToken, nil
 }
