@@ -48,6 +48,7 @@ type door struct {
 type doorOptions struct {
 	allowedOrigins, allowedHosts []string
 	authenticator                Authenticator
+	authorizer                   Authorizer
 	protectedResource            *ProtectedResourceMetadata
 	maxBody                      int64
 	bodyTimeout                  time.Duration
@@ -98,6 +99,9 @@ type protocol interface {
 	// route reports whether a path is the protocol's, and what in it names the target (RCP:
 	// the method; MCP: nothing).
 	route(path string) (target string, ok bool)
+	// calls lists the methods a POST's body calls, and what each names (a tool, a prompt),
+	// for the Authorizer; a body that does not parse lists none (dispatch answers it).
+	calls(target string, body []byte) []Call
 	// refusal is the JSON-RPC error a refusal before dispatch carries, and its id (nil: none).
 	refusal(why refusal, message string) (jsonrpc.ID, *jsonrpc.Error)
 	// status maps a final answer to its HTTP status, and whether Retry-After goes with it.
@@ -248,6 +252,9 @@ func (d *door) serve(w http.ResponseWriter, r *http.Request) {
 		d.refuse(w, why, message)
 		return
 	}
+	if !d.authorize(w, r, target, body) {
+		return
+	}
 	if !d.enter() {
 		w.Header().Set("Retry-After", "1")
 		d.refuse(w, refusedBusy, "Server busy: at its limit of requests in flight; retry shortly")
@@ -266,40 +273,62 @@ func (d *door) authenticate(w http.ResponseWriter, r *http.Request) *http.Reques
 	}
 	p, err := d.o.authenticator(r)
 	if err != nil {
-		why, code, scopes := refusedAuth, "invalid_token", []string(nil)
-		var insufficient *InsufficientScopeError
-		var invalid *invalidTokenError
-		switch {
-		case errors.As(err, &insufficient):
-			// RFC 6750 §3.1: a valid token without the scope needed is 403, naming it.
-			why, code, scopes = refusedScope, "insufficient_scope", insufficient.Scopes
-		case errors.As(err, &invalid):
-			scopes = invalid.scopes
-			if invalid.none {
-				code = ""
-			}
-		case errors.Is(err, errNoCredentials):
-			code = "" // RFC 6750 §3.1: a request without a token is told of no error
-		}
-		var params []string
-		if code != "" {
-			params = append(params, `error="`+code+`"`, `error_description="`+strings.ReplaceAll(err.Error(), `"`, "'")+`"`)
-		}
-		if len(scopes) > 0 {
-			params = append(params, `scope="`+strings.Join(scopes, " ")+`"`)
-		}
-		if d.o.protectedResource != nil {
-			params = append(params, `resource_metadata="`+resourceMetadataURL(r)+`"`)
-		}
-		w.Header().Set("WWW-Authenticate", strings.TrimSpace("Bearer "+strings.Join(params, ", ")))
-		message := "Unauthorized: "
-		if why == refusedScope {
-			message = "Forbidden: "
-		}
-		d.refuse(w, why, message+err.Error())
+		d.challenge(w, r, err)
 		return nil
 	}
 	return r.WithContext(withPrincipal(r.Context(), p))
+}
+
+// challenge refuses a request its credentials do not allow: 401 with a Bearer challenge
+// naming the scopes and the protected resource metadata, or 403 insufficient_scope for a
+// valid token short of a scope (RFC 6750 §3.1, RFC 9728 §5.1).
+func (d *door) challenge(w http.ResponseWriter, r *http.Request, err error) {
+	why, code, scopes := refusedAuth, "invalid_token", []string(nil)
+	var insufficient *InsufficientScopeError
+	var invalid *invalidTokenError
+	switch {
+	case errors.As(err, &insufficient):
+		why, code, scopes = refusedScope, "insufficient_scope", insufficient.Scopes
+	case errors.As(err, &invalid):
+		scopes = invalid.scopes
+		if invalid.none {
+			code = ""
+		}
+	case errors.Is(err, errNoCredentials):
+		code = "" // a request without a token is told of no error
+	}
+	var params []string
+	if code != "" {
+		params = append(params, `error="`+code+`"`, `error_description="`+strings.ReplaceAll(err.Error(), `"`, "'")+`"`)
+	}
+	if len(scopes) > 0 {
+		params = append(params, `scope="`+strings.Join(scopes, " ")+`"`)
+	}
+	if d.o.protectedResource != nil {
+		params = append(params, `resource_metadata="`+resourceMetadataURL(r)+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", strings.TrimSpace("Bearer "+strings.Join(params, ", ")))
+	message := "Unauthorized: "
+	if why == refusedScope {
+		message = "Forbidden: "
+	}
+	d.refuse(w, why, message+err.Error())
+}
+
+// authorize runs the Authorizer on every call of the body; it refuses the request, as
+// authenticate does, at the first error.
+func (d *door) authorize(w http.ResponseWriter, r *http.Request, target string, body []byte) bool {
+	if d.o.authorizer == nil {
+		return true
+	}
+	p := runtime.PrincipalFrom(r.Context())
+	for _, c := range d.p.calls(target, body) {
+		if err := d.o.authorizer(r, p, c); err != nil {
+			d.challenge(w, r, err)
+			return false
+		}
+	}
+	return true
 }
 
 // refuse answers before dispatch: the refusal's status, and the protocol's JSON-RPC error.

@@ -33,6 +33,9 @@ type MCPOptions struct {
 	AllowedHosts []string
 	// Authenticator, when set, authenticates every request before anything else is read.
 	Authenticator Authenticator
+	// Authorizer, when set, decides per call (a method, a tool) once the body is in:
+	// TokenVerifier.Authorize checks scopes by method and tool.
+	Authorizer Authorizer
 	// ProtectedResource, when set, is served at /.well-known/oauth-protected-resource
 	// (RFC 9728) and named in the WWW-Authenticate header of 401 answers.
 	ProtectedResource *ProtectedResourceMetadata
@@ -141,7 +144,7 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	h := &MCPHandler{headers: headers, path: o.Path}
 	h.init(h, "mcp", doorOptions{
 		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
-		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
+		authenticator: o.Authenticator, authorizer: o.Authorizer, protectedResource: o.ProtectedResource,
 		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
 		maxSessions: o.MaxSessions, perClient: o.MaxSessionsPerClient, sessionIdle: o.SessionIdle,
@@ -172,6 +175,37 @@ func (h *MCPHandler) Sessions() int { return h.sessions.len() }
 func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.door.ServeHTTP(w, r) }
 
 func (h *MCPHandler) route(path string) (string, bool) { return "", path == h.path }
+
+// calls lists the requests of a body, one message or a batch (the initialize generation),
+// with the name of the tool or prompt, or the URI of the resource, each calls.
+func (h *MCPHandler) calls(_ string, body []byte) []Call {
+	type msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		} `json:"params"`
+	}
+	var ms []msg
+	if err := json.Unmarshal(body, &ms); err != nil {
+		var m msg
+		if json.Unmarshal(body, &m) != nil {
+			return nil
+		}
+		ms = []msg{m}
+	}
+	out := make([]Call, 0, len(ms))
+	for _, m := range ms {
+		name := m.Params.Name
+		if m.Method == "resources/read" {
+			name = m.Params.URI
+		}
+		if m.Method != "" {
+			out = append(out, Call{Method: m.Method, Name: name})
+		}
+	}
+	return out
+}
 
 // refusal: an id-less JSON-RPC error (MCP 2026-07-28, Transports › Streamable HTTP), -32600
 // but for a busy or rate-limited server, which is -32000 and retryable.

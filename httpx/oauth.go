@@ -45,6 +45,10 @@ type TokenVerifierOptions struct {
 	// Scopes are required of every request: a valid token without them gets 403
 	// insufficient_scope, naming them, so that the client can step up.
 	Scopes []string
+	// MethodScopes are required of the calls of a method ("tools/call", an RCP method),
+	// or of one tool, prompt or resource ("tools/call:NAME", "prompts/get:NAME",
+	// "resources/read:URI"), on top of Scopes; Authorize checks them.
+	MethodScopes map[string][]string
 	// IntrospectionClientID and IntrospectionSecret authenticate this server at the
 	// introspection endpoint (HTTP Basic), for tokens that are not JWTs. Empty: opaque
 	// tokens are refused.
@@ -309,6 +313,28 @@ func (v *TokenVerifier) Authenticate(r *http.Request) (*runtime.Principal, error
 		return nil, &InsufficientScopeError{Scopes: v.o.Scopes}
 	}
 	return p, nil
+}
+
+// Authorize is an Authorizer: it refuses a call whose method, or tool, prompt or resource,
+// needs a scope (MethodScopes) the principal's token does not hold, with 403
+// insufficient_scope naming every scope the call needs, so that one step-up is enough.
+func (v *TokenVerifier) Authorize(r *http.Request, p *runtime.Principal, c Call) error {
+	need := append(append([]string(nil), v.o.MethodScopes[c.Method]...), v.o.MethodScopes[c.Method+":"+c.Name]...)
+	if len(need) == 0 {
+		return nil
+	}
+	var have []string
+	if p != nil {
+		have = strings.Fields(p.Attributes["scope"])
+	}
+	for _, s := range need {
+		if !slices.Contains(have, s) {
+			all := append(slices.Clone(v.o.Scopes), need...)
+			slices.Sort(all)
+			return &InsufficientScopeError{Scopes: slices.Compact(all)}
+		}
+	}
+	return nil
 }
 
 type accessClaims struct {

@@ -308,3 +308,41 @@ func TestTokenVerifier_RCPWithOIDCProvider(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// Scopes by method and by tool (MethodScopes, checked by Authorize once the body is in): a
+// token good for the server but not for one tool gets 403 insufficient_scope for that tool
+// alone, naming every scope the call needs; other calls pass; with the scope, the tool runs.
+// RCP methods are checked the same way.
+func TestTokenVerifier_ScopesByMethodAndTool(t *testing.T) {
+	is := newIssuer(t)
+	v, err := httpx.NewTokenVerifier(context.Background(), httpx.TokenVerifierOptions{Issuer: is.srv.URL, Audience: audience,
+		Scopes: []string{"read"}, MethodScopes: map[string][]string{"tools/call:whoami": {"identity"}, "ping": {"health"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, &httpx.MCPOptions{Authenticator: v.Authenticate, Authorizer: v.Authorize})
+	call := func(scope, tool string) reply {
+		body, hdr := modernCall(1, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"text": "hi"}})
+		tok := is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": scope})
+		return f.post(body, append(hdr, "Authorization", "Bearer "+tok)...)
+	}
+	if r := call("read", "echo"); r.status != 200 {
+		t.Fatalf("echo with read: %s", r)
+	}
+	r := call("read", "whoami")
+	if www := r.header.Get("WWW-Authenticate"); r.status != 403 || !strings.Contains(www, `error="insufficient_scope"`) || !strings.Contains(www, `scope="identity read"`) {
+		t.Fatalf("whoami with read: %s, WWW-Authenticate %q", r, www)
+	}
+	if r := call("read identity", "whoami"); r.status != 200 {
+		t.Fatalf("whoami with read identity: %s", r)
+	}
+	rh := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate, Authorizer: v.Authorize})
+	srv := httptest.NewServer(rh)
+	defer func() { srv.Close(); rh.Close(); http.DefaultClient.CloseIdleConnections() }()
+	if status, www := rcpPing(t, srv.URL, "Bearer "+is.token(t, jwt.SigningMethodRS256, "rsa1", nil)); status != 403 || !strings.Contains(www, `scope="health read"`) {
+		t.Fatalf("RCP ping without health: %d %q", status, www)
+	}
+	if status, _ := rcpPing(t, srv.URL, "Bearer "+is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": "read health"})); status != 200 {
+		t.Fatalf("RCP ping with health: %d", status)
+	}
+}

@@ -33,6 +33,7 @@ type RCPOptions struct {
 	AllowedOrigins    []string
 	AllowedHosts      []string
 	Authenticator     Authenticator
+	Authorizer        Authorizer
 	ProtectedResource *ProtectedResourceMetadata
 	// MaxBody (default 16 MiB, 413), BodyTimeout (default 10 s, 408) and BodyBudget
 	// (default 256 MiB of bodies across all clients, an eighth of it per client, 503) are as
@@ -84,7 +85,7 @@ func NewRCPHandler(s *rcp.Server, opts *RCPOptions) *RCPHandler {
 	}
 	h.init(h, "rcp", doorOptions{
 		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
-		authenticator: o.Authenticator, protectedResource: o.ProtectedResource,
+		authenticator: o.Authenticator, authorizer: o.Authorizer, protectedResource: o.ProtectedResource,
 		maxBody: o.MaxBody, bodyTimeout: o.BodyTimeout, bodyBudget: o.BodyBudget,
 		maxInFlight: o.MaxInFlight, maxResponse: o.MaxResponse,
 		maxSessions: o.MaxSessions, perClient: o.MaxSessionsPerClient, sessionIdle: o.SessionIdle,
@@ -113,6 +114,14 @@ func (h *RCPHandler) route(path string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimPrefix(method, "/"), true
+}
+
+// calls: the method the path names (RCP/1 §5.1: one method per POST).
+func (h *RCPHandler) calls(target string, _ []byte) []Call {
+	if target == "" {
+		return nil
+	}
+	return []Call{{Method: target}}
 }
 
 // refusal: a JSON-RPC error with id null (RCP/1 §4), with the code that is the HTTP status's

@@ -15,6 +15,18 @@ import (
 // refuse the request with 401. It runs before the body is read.
 type Authenticator func(r *http.Request) (*runtime.Principal, error)
 
+// Call is one call a request makes: its method, and for tools/call and prompts/get the
+// name it calls, for resources/read the URI.
+type Call struct {
+	Method, Name string
+}
+
+// Authorizer decides whether the principal an Authenticator found may make a call: nil, or
+// an error to refuse the whole request (an *InsufficientScopeError is 403, others 401). It
+// runs once the body is in and before the request takes an in-flight slot, once for each
+// call of a batch.
+type Authorizer func(r *http.Request, p *runtime.Principal, c Call) error
+
 // BearerTokens returns an Authenticator that accepts the given tokens (token → principal id)
 // in an Authorization: Bearer header.
 func BearerTokens(tokens map[string]string) Authenticator {
