@@ -66,6 +66,8 @@ func (f *Frame) Parse() Message {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(f.Msg, &m) != nil {
 		return Message{}
@@ -79,7 +81,8 @@ func (f *Frame) Parse() Message {
 		msg.Kind, msg.Method = Request, *m.Method
 	case m.Method != nil:
 		msg.Kind, msg.Method = Notification, *m.Method
-	case len(m.ID) > 0: // id null answers a frame that could not be read
+	case len(m.ID) > 0 || m.Result != nil || m.Error != nil:
+		// An id null (or, from a lenient peer, none) answers a line that could not be read.
 		msg.Kind = Response
 	}
 	return msg

@@ -125,6 +125,9 @@ type replayer struct {
 	rank  []int // by frame index of a recorded server request: its rank among its method's
 	// recordedAsks counts the recorded server requests by method.
 	recordedAsks map[string]int
+	// nullAnswers are the recorded answers with id null (to lines that could not be read),
+	// by frame index, in order; the replay's are compared with them in turn.
+	nullAnswers []int
 
 	got     <-chan []byte // the server's frames; nil once its output has ended
 	toChild chan<- []byte
@@ -300,6 +303,8 @@ func (rp *replayer) prepare() {
 		switch {
 		case rp.frames[i].Dir == record.In && m.Kind == record.Request:
 			open[m.ID] = i
+		case rp.frames[i].Dir == record.Out && m.Kind == record.Response && m.ID == "":
+			rp.nullAnswers = append(rp.nullAnswers, i)
 		case rp.frames[i].Dir == record.Out && m.Kind == record.Response:
 			if j, ok := open[m.ID]; ok {
 				rp.answerOf[j] = i
@@ -384,6 +389,24 @@ func (rp *replayer) take(line []byte) {
 		json.Unmarshal(line, &id)
 		rp.asked[m.Method] = append(rp.asked[m.Method], id.ID)
 	case record.Response:
+		if m.ID == "" { // id null: the answer to a line that could not be read, matched in order
+			if len(rp.nullAnswers) == 0 {
+				fmt.Fprintf(rp.out, "an answer with id null, not in the recording: %s\n", record.Summary(line))
+				rp.differ++
+				return
+			}
+			a := rp.nullAnswers[0]
+			rp.nullAnswers = rp.nullAnswers[1:]
+			rp.compared++
+			if ds := record.Compare(rp.frames[a].Msg, line, rp.ignore); len(ds) > 0 {
+				rp.differ++
+				fmt.Fprintf(rp.out, "--- frame %d: the answer with id null\n    answer differs from the recording\n", a+1)
+				for _, d := range ds {
+					fmt.Fprintf(rp.out, "    %s\n", d)
+				}
+			}
+			return
+		}
 		i, ok := rp.pending[m.ID]
 		if !ok {
 			fmt.Fprintf(rp.out, "an answer to no request pending (id %s): %s\n", m.ID, record.Summary(line))

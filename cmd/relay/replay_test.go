@@ -376,3 +376,21 @@ func TestReplayAnswersTheServersRequests(t *testing.T) {
 		t.Errorf("replay: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// A line that is not JSON is recorded as it was and sent again; the server's answer to it
+// (id null) is compared with the recorded one.
+func TestReplaySendsALineThatIsNotJSON(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "session.ndjson")
+	in := "this is not json\n" + `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"
+	if code, out, errOut := rtRunEnv(t, nil, in, "supervise", "--record", file, "--", rtEcho); code != 0 || !strings.Contains(out, `"code":-32700`) {
+		t.Fatalf("relay supervise: exit %d\n%s%s", code, out, errOut)
+	}
+	b, _ := os.ReadFile(file)
+	if !bytes.Contains(b, []byte(`"raw":"this is not json"`)) {
+		t.Fatalf("the line is not recorded raw:\n%s", b)
+	}
+	code, out, errOut := rtRunOnce(t, "replay", file, "--", rtEcho)
+	if code != 0 || !strings.Contains(out, "2 answers compared, 0 differences") {
+		t.Errorf("replay: exit %d\n%s%s", code, out, errOut)
+	}
+}
