@@ -59,6 +59,11 @@ type ProxyOptions struct {
 	// Observer, when set, is told what becomes of each request and child (telemetry).
 	Observer Observer
 	Logger   *zap.Logger
+
+	// settle is how long a child must have been answering before suspects are sent to it
+	// one at a time (default 250 ms); the chaos test, whose killer is not a poison, waits
+	// longer, so that it never looks like one.
+	settle time.Duration
 }
 
 // pending is a host request the child owes an answer.
@@ -99,6 +104,7 @@ type proxy struct {
 	suspects  []string            // ids of the suspects waiting to be sent again, one at a time
 	suspectID string              // the child id of the suspect in flight, alone
 	annotated map[string]bool     // tools safe to repeat, from the child's tools/list
+	listing   bool                // the proxy's own tools/list of the child is under way
 	calls     map[string][]byte   // our id for a child's request to the host → the child's id
 	nextCall  int64
 
@@ -231,11 +237,18 @@ func (opts *ProxyOptions) withDefaults() ProxyOptions {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.settle <= 0 {
+		o.settle = defaultSettle
+	}
 	if o.Protocol == nil {
 		o.Protocol = mcpProtocol
 	}
 	return o
 }
+
+// defaultSettle is how long a child must have been answering before suspects are sent to
+// it one at a time.
+const defaultSettle = 250 * time.Millisecond
 
 // serveFrames is the proxy's core, on frames: it takes the host's frames from hostFrames
 // (closed: the host's input has ended) and sends the frames for the host on toHost, which
@@ -490,9 +503,6 @@ func (p *proxy) event(e Event) {
 	}
 }
 
-// settle is how long a child must have been answering before suspects are sent to it.
-const settle = 250 * time.Millisecond
-
 // restarted decides, for every request in flight on the child that died, replay or error.
 // Requests to replay go again at once, unless they were in flight at an earlier death too:
 // those are suspects, sent one at a time, each alone in flight to a child that has stayed
@@ -522,6 +532,7 @@ func (p *proxy) restarted() {
 		p.suspects = nil
 	}
 	p.suspectID = ""
+	p.listing = false // its list died with it; the next child is listed when ready
 	inFlight := p.hostInFlight()
 	var fresh []string
 	for id, r := range p.pend {
@@ -611,7 +622,7 @@ func (p *proxy) nextSuspect() {
 	// ... and has stayed up for settle: a child that dies soon after its start is likely
 	// dying of something else (its own start, or whatever killed its predecessor), and a
 	// suspect alone in flight then would be blamed for it.
-	if wait := settle - p.clock.Now().Sub(p.upAt); wait > 0 {
+	if wait := p.opts.settle - p.clock.Now().Sub(p.upAt); wait > 0 {
 		if p.settled == nil {
 			p.settled = p.clock.After(wait)
 		}
@@ -648,7 +659,7 @@ func (p *proxy) holding() bool {
 	if p.suspectID != "" {
 		return true
 	}
-	return len(p.suspects) > 0 && p.answered && p.clock.Now().Sub(p.upAt) >= settle
+	return len(p.suspects) > 0 && p.answered && p.clock.Now().Sub(p.upAt) >= p.opts.settle
 }
 
 // hostInFlight counts the host requests the child has now, streams apart.
@@ -742,7 +753,7 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		return
 	}
-	if p.child == nil || !p.ready || p.holding() {
+	if p.child == nil || !p.ready || p.holding() || p.unlearned(m) {
 		if len(p.queue) >= p.opts.Queue {
 			p.refuse(m.ID, p.proto.rules.Busy("the server is restarting and too many requests are waiting; retry shortly",
 				map[string]any{"reason": "restart queue full", "retryable": true}))
@@ -965,14 +976,17 @@ func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
 			p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 		}
 	case is(r.method, rules.ListTools):
-		if m.Result == nil {
-			return
+		// A long list comes in pages: the proxy reads them all, then sends the calls that
+		// waited for it.
+		if m.Result != nil && p.child != nil {
+			if next := p.learn(m.Result); next != "" {
+				cursor, _ := json.Marshal(next)
+				p.internal(rules.ListTools, jsonrpc.SetMember(r.params, rules.ListCursor, cursor))
+				return
+			}
 		}
-		// A long list comes in pages: the proxy reads them all.
-		if next := p.learn(m.Result); next != "" && p.child != nil {
-			cursor, _ := json.Marshal(next)
-			p.internal(rules.ListTools, jsonrpc.SetMember(r.params, rules.ListCursor, cursor))
-		}
+		p.listing = false
+		p.pump()
 	}
 }
 
@@ -991,7 +1005,23 @@ func (p *proxy) learnChild() {
 	}
 	if rules.ListTools != "" {
 		p.internal(rules.ListTools, p.listParams)
+		p.listing = true
 	}
+}
+
+// unlearned reports whether a host's request calls a tool the proxy does not know yet
+// while it lists the child's tools: sent now and in flight at a crash, it could not be
+// judged safe to replay, so it waits for the list (one round trip, at a child's start).
+func (p *proxy) unlearned(m jsonrpc.Message) bool {
+	if !p.listing || p.opts.Replay != ReplayAnnotated {
+		return false
+	}
+	tool, ok := p.proto.isCall(m.Method, m.Params)
+	if !ok {
+		return false
+	}
+	_, known := p.annotated[tool]
+	return !known
 }
 
 // learn records which tools the child said are safe to repeat, from one page of its list,

@@ -260,7 +260,7 @@ func (h *pcHost) settle() {
 		if len(h.p.queue) == 0 && !h.p.owesHost() {
 			return
 		}
-		h.advance(settle)
+		h.advance(defaultSettle)
 	}
 	var stuck []string
 	for id, r := range h.p.pend {
@@ -461,7 +461,7 @@ func TestProxyPoisonIsFoundAmidDeathsOfAnotherCause(t *testing.T) {
 				break
 			}
 		}
-		h.advance(settle)
+		h.advance(defaultSettle)
 	}
 	h.collect()
 	if got := h.answers[poison]; len(got) != 1 || !strings.Contains(string(got[0].Error), "request crashes the server") {

@@ -77,7 +77,5 @@
 //
 // # Not yet
 //
-// Not yet implemented: notifications/elicitation/complete, and a supervised call sent
-// before the proxy has learned the tools' annotations from the child is not replayed
-// (list the tools first).
+// Not yet implemented: notifications/elicitation/complete.
 package client
