@@ -222,6 +222,13 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 				params, c = jsonrpc.SetMember(params, "requestState", inner), owner // back to the child that signed it
 			}
 		}
+		var clientTaskID json.RawMessage // the client's name for the task, put back in the answer
+		if taskMethods[rt.Method] && !stripMeta {
+			if inner, owner := s.b.unpinTask(ctx, jsonrpc.Field(params, "taskId")); owner != nil {
+				clientTaskID = jsonrpc.Field(params, "taskId")
+				params, c = jsonrpc.SetMember(params, "taskId", inner), owner // back to the child running it
+			}
+		}
 		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
 		switch {
 		case stripMeta:
@@ -268,6 +275,12 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			end(nil)
 			if stripMeta {
 				res = modernize(res, s.b.info)
+			}
+			switch {
+			case clientTaskID != nil && jsonrpc.Field(res, "taskId") != nil:
+				res = jsonrpc.SetMember(res, "taskId", clientTaskID)
+			case !stripMeta && string(jsonrpc.Field(res, "resultType")) == `"task"`:
+				res = s.b.pinTask(ctx, res, s.b.index(c))
 			}
 			inputRequired := string(jsonrpc.Field(res, "resultType")) == `"input_required"`
 			if !addMeta && inputRequired {
