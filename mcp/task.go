@@ -221,7 +221,8 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 	base := context.WithoutCancel(ctx)
 	var stopTTL context.CancelFunc = func() {}
 	if rec.TTL > 0 {
-		base, stopTTL = context.WithDeadlineCause(base, rec.CreatedAt.Add(rec.TTL), errTaskExpired)
+		// On this process's clock, not the store's: a store may keep time of its own.
+		base, stopTTL = context.WithTimeoutCause(base, rec.TTL, errTaskExpired)
 	}
 	tctx, cancel := context.WithCancelCause(base)
 	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1)}
