@@ -87,11 +87,12 @@ const (
 	promptsChanged
 	resourcesChanged
 	resourceUpdated
+	taskChanged
 )
 
 type change struct {
 	kind changeKind
-	uri  string // resourceUpdated
+	uri  string // resourceUpdated: the resource; taskChanged: the task's id
 }
 
 // hub fans changes out to listeners: legacy sessions and subscriptions/listen streams. A

@@ -166,6 +166,11 @@ type taskActor struct {
 	wake   chan struct{} // buffered 1
 }
 
+// errClosedForTasks answers a call that would make a task once Close has begun.
+var errClosedForTasks = &jsonrpc.Error{Code: CodeServerBusy,
+	Message: "Server shutting down: it starts no tasks now; retry on another instance, or later",
+	Data:    map[string]any{"retryable": true}}
+
 var (
 	errTaskCancelled = errors.New("mcp: the task was cancelled with tasks/cancel")
 	errServerClosed  = errors.New("mcp: the server closed while the task ran")
@@ -197,14 +202,13 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 		TTL: s.opts.TaskTTL, PollInterval: s.opts.TaskPollInterval}
 	t := &s.tasks
 	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, &jsonrpc.Error{Code: CodeServerBusy,
-			Message: "Server shutting down: it starts no tasks now; retry on another instance, or later",
-			Data:    map[string]any{"retryable": true}}
+	closed := t.closed
+	t.mu.Unlock()
+	if closed {
+		return nil, errClosedForTasks
 	}
+	// The store is called without the lock: a store of another process may take its time.
 	if err := s.taskStore().Create(ctx, rec); err != nil {
-		t.mu.Unlock()
 		if errors.Is(err, ErrTaskLimit) {
 			if tl.opts.tasks == TaskOptional { // it can still run in its request
 				res, err := fn(ctx, &req.toolCall)
@@ -226,6 +230,14 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 	}
 	tctx, cancel := context.WithCancelCause(base)
 	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1)}
+	t.mu.Lock()
+	if t.closed { // Close came while the task was stored
+		t.mu.Unlock()
+		cancel(nil)
+		stopTTL()
+		s.settleTask(ctx, &taskState{id: rec.ID, principal: principal}, nil, errServerClosed)
+		return nil, errClosedForTasks
+	}
 	if t.live == nil {
 		t.live = map[string]*taskActor{}
 	}
@@ -282,6 +294,7 @@ func (s *Server) runTask(ctx context.Context, a *taskActor, treq *Request, tl *t
 			if err != nil { // expired meanwhile: nobody can see it any more
 				return
 			}
+			s.taskChanged(task.id)
 			select {
 			case <-a.wake:
 			case <-ctx.Done():
@@ -344,6 +357,7 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 		}
 	}
 	// A context that has ended still reaches the store: the outcome must be written.
+	changed := false
 	s.taskStore().Update(context.WithoutCancel(ctx), task.principal, task.id, func(t *TaskRecord) bool {
 		if t.Status.Terminal() {
 			return false
@@ -353,9 +367,18 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 		if rpcErr != nil {
 			t.StatusMessage = rpcErr.Message
 		}
+		changed = true
 		return true
 	})
+	if changed {
+		s.taskChanged(task.id)
+	}
 }
+
+// taskChanged tells the listens that follow a task (notifications/tasks) that it changed.
+// Like every server-wide change, it is dropped for a listen too far behind: clients that
+// must not miss an end poll tasks/get too.
+func (s *Server) taskChanged(id string) { s.hub.publish(change{kind: taskChanged, uri: id}) }
 
 // taskView is a task as the wire shows it (Task, and DetailedTask's members).
 type taskView struct {
@@ -462,7 +485,9 @@ func taskError(id string, err error) error {
 // outstanding are kept, others ignored (the spec's rule); once none is outstanding, the task
 // works again and its goroutine is woken to run the tool with them.
 func (s *Server) updateTask(ctx context.Context, principal, id string, answers map[string]json.RawMessage) error {
-	rec, err := s.taskStore().Update(ctx, principal, id, func(t *TaskRecord) bool {
+	touched, resumed := false, false
+	_, err := s.taskStore().Update(ctx, principal, id, func(t *TaskRecord) bool {
+		touched, resumed = false, false // fn may run again if the store retries
 		if t.Status != TaskInputRequired {
 			return false
 		}
@@ -478,14 +503,18 @@ func (s *Server) updateTask(ctx context.Context, principal, id string, answers m
 			}
 		}
 		if changed && len(t.InputRequests) == 0 {
-			t.Status, t.InputRequests = TaskWorking, nil
+			t.Status, t.InputRequests, resumed = TaskWorking, nil, true
 		}
+		touched = changed
 		return changed
 	})
 	if err != nil {
 		return err
 	}
-	if rec.Status == TaskWorking {
+	if touched {
+		s.taskChanged(id)
+	}
+	if resumed {
 		s.tasks.mu.Lock()
 		a := s.tasks.live[id]
 		s.tasks.mu.Unlock()
@@ -502,17 +531,20 @@ func (s *Server) updateTask(ctx context.Context, principal, id string, answers m
 // cancelTask marks a task cancelled, unless it has ended, and stops its goroutine. Cancelling
 // an ended task is not an error: the answer is the same empty acknowledgement.
 func (s *Server) cancelTask(ctx context.Context, principal, id string) error {
-	rec, err := s.taskStore().Update(ctx, principal, id, func(t *TaskRecord) bool {
+	changed := false
+	_, err := s.taskStore().Update(ctx, principal, id, func(t *TaskRecord) bool {
 		if t.Status.Terminal() {
 			return false
 		}
 		t.Status, t.InputRequests, t.StatusMessage = TaskCancelled, nil, "Cancelled by the client (tasks/cancel)"
+		changed = true
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	if rec.Status == TaskCancelled {
+	if changed {
+		s.taskChanged(id)
 		s.tasks.mu.Lock()
 		a := s.tasks.live[id]
 		s.tasks.mu.Unlock()

@@ -350,3 +350,27 @@ func mustQuote(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestTasks_ListenSendsTheWholeTaskWhenItChanges(t *testing.T) {
+	s, started, release, _ := taskServer(t, nil)
+	c := connect(t, s)
+	id := c.callTask("wait")
+	<-started
+	if m := c.call(1, "subscriptions/listen", `{"notifications":{"taskIds":["`+id+`"]},`+modernMeta+`}`); code(m) != mcp.CodeMissingRequiredClientCapability {
+		t.Errorf("a listen for tasks without the extension: %s", m["error"])
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `","not-a-task"]},` + tasksMeta + `}}`)
+	ack := c.recv()
+	if string(ack["method"]) != `"notifications/subscriptions/acknowledged"` || !strings.Contains(string(ack["params"]), `"taskIds":["`+id+`"]`) {
+		t.Fatalf("acknowledgement: %s %s", ack["method"], ack["params"])
+	}
+	close(release)
+	n := c.recv()
+	var p map[string]any
+	json.Unmarshal(n["params"], &p)
+	meta, _ := p["_meta"].(map[string]any)
+	if string(n["method"]) != `"notifications/tasks"` || p["taskId"] != id || p["status"] != "completed" || p["result"] == nil ||
+		meta[mcp.MetaSubscriptionID] != float64(2) {
+		t.Errorf("notification: %s %s", n["method"], n["params"])
+	}
+}
