@@ -251,6 +251,7 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 			cancel(nil)
 			stopTTL()
 		}()
+		defer s.recoverTask(treq.runningTask()) // fn's own panics are caught nearer; this is for the rest
 		s.runTask(tctx, a, treq, tl, fn)
 	})
 	t.mu.Unlock()
@@ -316,6 +317,18 @@ func (s *Server) runTask(ctx context.Context, a *taskActor, treq *Request, tl *t
 		s.settleTask(ctx, task, nil, context.Cause(ctx))
 		return
 	}
+}
+
+// recoverTask ends a task whose goroutine panicked outside the tool (in the output check, an
+// encoder, the store): the task fails, and no panic escapes.
+func (s *Server) recoverTask(task *taskState) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	defer func() { recover() }() // a store that panics again loses the outcome, not the process
+	s.settleTask(context.Background(), task, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("Internal error: the task panicked: %v", v)})
 }
 
 // callTask calls fn, turning a panic into an error.
