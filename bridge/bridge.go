@@ -37,7 +37,9 @@
 // it gets a child of its own, subscribed by the bridge (listenlegacy.go). A legacy client's
 // subscriptions on modern children become a listen the bridge holds on the session's child
 // (sublisten.go). A legacy child's questions to a modern client become input_required
-// (mrtr.go). Each generation sees its own shapes (shapes.go).
+// (mrtr.go). Each generation sees its own shapes (shapes.go). A task
+// (io.modelcontextprotocol/tasks) is reached through an id that names the child running it
+// and is bound to the caller (tasks.go).
 package bridge
 
 import (

@@ -166,6 +166,10 @@ type taskActor struct {
 	wake   chan struct{} // buffered 1
 }
 
+// errTaskTooLarge is the outcome of a task whose result or questions the store cannot keep.
+var errTaskTooLarge = &jsonrpc.Error{Code: CodeServerBusy,
+	Message: "Server busy: the task's result is larger than the task store can keep now; call the tool again later, or ask for less"}
+
 // errClosedForTasks answers a call that would make a task once Close has begun.
 var errClosedForTasks = &jsonrpc.Error{Code: CodeServerBusy,
 	Message: "Server shutting down: it starts no tasks now; retry on another instance, or later",
@@ -292,7 +296,10 @@ func (s *Server) runTask(ctx context.Context, a *taskActor, treq *Request, tl *t
 				t.Status, t.InputRequests = TaskInputRequired, asked
 				return true
 			})
-			if err != nil { // expired meanwhile: nobody can see it any more
+			if err != nil { // expired meanwhile, or the questions do not fit
+				if errors.Is(err, ErrTaskLimit) {
+					s.settleTask(ctx, task, nil, errTaskTooLarge)
+				}
 				return
 			}
 			s.taskChanged(task.id)
@@ -371,18 +378,24 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 	}
 	// A context that has ended still reaches the store: the outcome must be written.
 	changed := false
-	s.taskStore().Update(context.WithoutCancel(ctx), task.principal, task.id, func(t *TaskRecord) bool {
+	settle := func(t *TaskRecord) bool {
+		changed = false
 		if t.Status.Terminal() {
 			return false
 		}
-		t.Status, t.InputRequests = status, nil
+		t.Status, t.InputRequests, t.Answers = status, nil, nil
 		t.Result, t.Error = raw, rpcErr
 		if rpcErr != nil {
 			t.StatusMessage = rpcErr.Message
 		}
 		changed = true
 		return true
-	})
+	}
+	ctx = context.WithoutCancel(ctx)
+	if _, err := s.taskStore().Update(ctx, task.principal, task.id, settle); errors.Is(err, ErrTaskLimit) {
+		status, raw, rpcErr = TaskFailed, nil, errTaskTooLarge // an outcome that fits
+		s.taskStore().Update(ctx, task.principal, task.id, settle)
+	}
 	if changed {
 		s.taskChanged(task.id)
 	}
@@ -490,6 +503,10 @@ func (ss *session) routeTask(req *runtime.Request, rm requestMeta) runtime.Route
 func taskError(id string, err error) error {
 	if errors.Is(err, ErrTaskNotFound) {
 		return errInvalidParams("no task %q for this caller: it never existed, has expired, or was made by another; call the tool again", id)
+	}
+	if errors.Is(err, ErrTaskLimit) {
+		return &jsonrpc.Error{Code: CodeServerBusy, Message: "Server busy: the task store cannot keep these answers now; retry later, or answer with less",
+			Data: map[string]any{"retryable": true}}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: the task store failed: " + err.Error()}
 }

@@ -374,3 +374,17 @@ func TestTasks_ListenSendsTheWholeTaskWhenItChanges(t *testing.T) {
 		t.Errorf("notification: %s %s", n["method"], n["params"])
 	}
 }
+
+func TestTasks_AResultTooLargeForTheStoreFailsTheTask(t *testing.T) {
+	s := mcp.NewServer(mcp.Implementation{Name: "big", Version: "1"}, &mcp.ServerOptions{
+		TaskStore: mcp.NewMemoryTaskStore(&mcp.MemoryTaskStoreOptions{MaxBytes: 1 << 10})})
+	t.Cleanup(s.Close)
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		return mcp.TextResult(strings.Repeat("x", 4<<10)), nil
+	}, mcp.AsTask(mcp.TaskRequired))
+	c := connect(t, s)
+	r := c.await(c.callTask("big"), mcp.TaskFailed)
+	if e, _ := r["error"].(map[string]any); e["code"] != float64(mcp.CodeServerBusy) || !strings.Contains(fmt.Sprint(e["message"]), "larger") {
+		t.Errorf("a result past the store's bytes: %v", r)
+	}
+}

@@ -74,9 +74,9 @@ func (t *TaskRecord) clone() *TaskRecord {
 // apart, so that a caller learns nothing of others' tasks.
 var ErrTaskNotFound = errors.New("mcp: no such task: it never existed, has expired, or belongs to another caller")
 
-// ErrTaskLimit is what a TaskStore returns when it holds as many tasks as it may, in all or
-// for the principal: retry once some have finished and expired.
-var ErrTaskLimit = errors.New("mcp: too many tasks; retry once earlier tasks have finished and expired")
+// ErrTaskLimit is what a TaskStore returns when it holds as many tasks, or as many bytes of
+// their results, questions and answers, as it may: retry once some have expired.
+var ErrTaskLimit = errors.New("mcp: the task store is full; retry once earlier tasks have expired")
 
 // TaskStore keeps the state of tasks. The server writes a task's record as it changes and
 // reads it for tasks/get; the store decides how long records live (TTL) and how many there may
@@ -85,7 +85,8 @@ var ErrTaskLimit = errors.New("mcp: too many tasks; retry once earlier tasks hav
 // still runs in the process that made it.
 type TaskStore interface {
 	// Create stores a new task, stamping CreatedAt and UpdatedAt. It fails with an error
-	// wrapping ErrTaskLimit when the store is full, in all or for t.Principal.
+	// wrapping ErrTaskLimit when the store is full, in all or for t.Principal; Update does
+	// too when what fn made does not fit.
 	Create(ctx context.Context, t *TaskRecord) error
 	// Get returns a copy of the task id if principal made it and it has not expired, or an
 	// error wrapping ErrTaskNotFound.
@@ -104,6 +105,9 @@ type MemoryTaskStoreOptions struct {
 	// MaxPerPrincipal bounds the tasks one principal may have at once (default 256). Callers
 	// without authentication share one principal (see TaskPrincipal), and this bound.
 	MaxPerPrincipal int
+	// MaxBytes bounds the bytes of results, questions and answers kept, in all (default 64
+	// MiB): the tasks' own fields take little, but a result may be large.
+	MaxBytes int
 	// Now is the clock (default time.Now); tests set it to move time.
 	Now func() time.Time
 }
@@ -117,6 +121,7 @@ type MemoryTaskStore struct {
 	mu          sync.Mutex
 	tasks       map[string]*TaskRecord
 	byPrincipal map[string]int
+	bytes       int // sizeOf every task kept
 }
 
 // NewMemoryTaskStore returns an empty memory store. opts may be nil.
@@ -130,6 +135,9 @@ func NewMemoryTaskStore(opts *MemoryTaskStoreOptions) *MemoryTaskStore {
 	}
 	if m.opts.MaxPerPrincipal <= 0 {
 		m.opts.MaxPerPrincipal = 256
+	}
+	if m.opts.MaxBytes <= 0 {
+		m.opts.MaxBytes = 64 << 20
 	}
 	if m.opts.Now == nil {
 		m.opts.Now = time.Now
@@ -145,10 +153,15 @@ func (m *MemoryTaskStore) Create(_ context.Context, t *TaskRecord) error {
 	if _, dup := m.tasks[t.ID]; dup {
 		return errors.New("mcp: a task with this id exists already; draw another id")
 	}
-	if len(m.tasks) >= m.opts.MaxTasks || m.byPrincipal[t.Principal] >= m.opts.MaxPerPrincipal {
+	size := sizeOf(t)
+	full := func() bool {
+		return len(m.tasks) >= m.opts.MaxTasks || m.byPrincipal[t.Principal] >= m.opts.MaxPerPrincipal ||
+			m.bytes+size > m.opts.MaxBytes
+	}
+	if full() {
 		m.sweep(now)
 	}
-	if len(m.tasks) >= m.opts.MaxTasks || m.byPrincipal[t.Principal] >= m.opts.MaxPerPrincipal {
+	if full() {
 		return ErrTaskLimit
 	}
 	rec := t.clone()
@@ -156,6 +169,7 @@ func (m *MemoryTaskStore) Create(_ context.Context, t *TaskRecord) error {
 	t.CreatedAt, t.UpdatedAt = now, now
 	m.tasks[rec.ID] = rec
 	m.byPrincipal[rec.Principal]++
+	m.bytes += size
 	return nil
 }
 
@@ -182,7 +196,15 @@ func (m *MemoryTaskStore) Update(_ context.Context, principal, id string, fn fun
 	next := rec.clone()
 	if fn(next) {
 		next.ID, next.Principal, next.CreatedAt, next.UpdatedAt = rec.ID, rec.Principal, rec.CreatedAt, now
+		grow := sizeOf(next) - sizeOf(rec)
+		if grow > 0 && m.bytes+grow > m.opts.MaxBytes {
+			m.sweep(now)
+			if m.tasks[id] == nil || m.bytes+grow > m.opts.MaxBytes {
+				return nil, ErrTaskLimit
+			}
+		}
 		m.tasks[id] = next
+		m.bytes += grow
 		rec = next
 	}
 	return rec.clone(), nil
@@ -219,9 +241,26 @@ func (m *MemoryTaskStore) sweep(now time.Time) {
 
 func (m *MemoryTaskStore) drop(rec *TaskRecord) {
 	delete(m.tasks, rec.ID)
+	m.bytes -= sizeOf(rec)
 	if m.byPrincipal[rec.Principal]--; m.byPrincipal[rec.Principal] <= 0 {
 		delete(m.byPrincipal, rec.Principal)
 	}
+}
+
+// sizeOf is what a task costs the store beyond its fixed fields: its result, error, questions
+// and answers.
+func sizeOf(t *TaskRecord) int {
+	n := len(t.Result) + len(t.StatusMessage)
+	if t.Error != nil {
+		n += len(t.Error.Message) + 64 // its data, roughly
+	}
+	for k, v := range t.InputRequests {
+		n += len(k) + len(v)
+	}
+	for k, v := range t.Answers {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 func expired(rec *TaskRecord, now time.Time) bool {

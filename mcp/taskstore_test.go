@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,5 +168,30 @@ func TestTaskStatus_Terminal(t *testing.T) {
 		if s.Terminal() != want {
 			t.Errorf("%s.Terminal() = %v", s, !want)
 		}
+	}
+}
+
+func TestMemoryTaskStore_BoundedInBytes(t *testing.T) {
+	clock := newClock()
+	st := mcp.NewMemoryTaskStore(&mcp.MemoryTaskStoreOptions{MaxBytes: 100, Now: clock.Now})
+	ctx := context.Background()
+	st.Create(ctx, task("a", "", time.Minute))
+	st.Create(ctx, task("b", "", 2*time.Minute))
+	big := json.RawMessage(`"` + strings.Repeat("x", 60) + `"`)
+	if _, err := st.Update(ctx, "", "a", func(r *mcp.TaskRecord) bool { r.Result = big; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, "", "b", func(r *mcp.TaskRecord) bool { r.Result = big; return true }); !errors.Is(err, mcp.ErrTaskLimit) {
+		t.Errorf("a result past MaxBytes: %v, want ErrTaskLimit", err)
+	}
+	if got, _ := st.Get(ctx, "", "b"); got.Result != nil {
+		t.Errorf("the refused update was kept: %s", got.Result)
+	}
+	clock.Advance(time.Minute) // a expires, and its bytes with it
+	if _, err := st.Update(ctx, "", "b", func(r *mcp.TaskRecord) bool { r.Result = big; return true }); err != nil {
+		t.Errorf("once a has expired: %v", err)
+	}
+	if err := st.Create(ctx, &mcp.TaskRecord{ID: "c", TTL: time.Minute, Result: big}); !errors.Is(err, mcp.ErrTaskLimit) {
+		t.Errorf("a new task past MaxBytes: %v", err)
 	}
 }
