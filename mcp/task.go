@@ -33,8 +33,9 @@ const (
 	// TaskOptional runs a call as a task when its client declared the tasks extension, and
 	// in its request otherwise.
 	TaskOptional
-	// TaskRequired runs every call as a task; a client that did not declare the extension
-	// is refused with -32021 (Missing Required Client Capability).
+	// TaskRequired runs every call as a task; a 2026-07-28 request that did not declare the
+	// extension is refused with -32021 (Missing Required Client Capability), and a call of
+	// the initialize generation gets a tool error saying so.
 	TaskRequired
 )
 

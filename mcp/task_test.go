@@ -388,3 +388,19 @@ func TestTasks_AResultTooLargeForTheStoreFailsTheTask(t *testing.T) {
 		t.Errorf("a result past the store's bytes: %v", r)
 	}
 }
+
+func TestTasks_ARequiredTaskToolIsAToolErrorForTheInitializeGeneration(t *testing.T) {
+	s, _, _, _ := taskServer(t, nil)
+	c := connect(t, s)
+	result(t, c.call(1, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"h","version":"1"}}`))
+	r := result(t, c.call(2, "tools/call", `{"name":"required"}`))
+	if r["isError"] != true || !strings.Contains(fmt.Sprint(r["content"]), "runs only as a task") {
+		t.Errorf("a required task tool for a 2025-11-25 client: %v", r)
+	}
+	if r := result(t, c.call(3, "tools/call", `{"name":"sync"}`)); r["isError"] == true {
+		t.Errorf("sync tool: %v", r)
+	}
+	if m := c.call(4, "tasks/get", `{"taskId":"x"}`); code(m) != -32601 {
+		t.Errorf("tasks/get of the initialize generation: %s", m["error"])
+	}
+}

@@ -343,6 +343,10 @@ func (s *Server) startTool(ctx context.Context, req *Request) (toolRunner, any, 
 	}
 	name := tl.def.Name
 	if req.meta.taskSupport = tl.opts.tasks; req.meta.taskSupport == TaskRequired && !req.tasksNegotiated() {
+		if !req.meta.modern { // -32021 exists only in 2026-07-28: the model reads why instead
+			return nil, ErrorResult("Tool " + name + " runs only as a task (" + ExtensionTasks +
+				"), which a client of this protocol version cannot ask for; use a 2026-07-28 client that declares it"), nil
+		}
 		return nil, nil, errTasksRequired("tool " + name)
 	}
 	args := p[pArguments]
