@@ -229,6 +229,10 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 				params, c = jsonrpc.SetMember(params, "taskId", inner), owner // back to the child running it
 			}
 		}
+		var taskNames map[string]string // a listen's tasks: the child's ids, to the client's
+		if rt.Method == "subscriptions/listen" && !stripMeta {
+			params, c, taskNames = s.b.unpinListen(ctx, params, c)
+		}
 		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
 		switch {
 		case stripMeta:
@@ -252,6 +256,9 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			}
 			if meta := jsonrpc.Field(p, "_meta"); jsonrpc.Field(meta, mcp.MetaSubscriptionID) != nil {
 				p = jsonrpc.SetMember(p, "_meta", jsonrpc.SetMember(meta, mcp.MetaSubscriptionID, json.RawMessage(rt.ID))) // the client's listen id
+			}
+			if taskNames != nil {
+				p = renameTasks(method, p, taskNames)
 			}
 			if stripMeta && method == "notifications/message" && !wantsLog(rt.Params, p) {
 				return // a legacy child logs as it likes; a 2026-07-28 client only at its request

@@ -74,3 +74,72 @@ func (b *Bridge) unpinTask(ctx context.Context, raw json.RawMessage) (json.RawMe
 	}
 	return mustJSON(id), b.clients[child]
 }
+
+// unpinListen prepares a subscriptions/listen that follows tasks (notifications.taskIds):
+// a listen is held on one child, so it goes to the child that runs most of the tasks it names
+// (or c, when it names none of the bridge's), with that child's ids; the others are left out,
+// and the child's acknowledgement, which names what it agreed to, does not name them. names
+// maps that child's ids back to the client's, for what comes back.
+func (b *Bridge) unpinListen(ctx context.Context, params json.RawMessage, c *childConn) (json.RawMessage, *childConn, map[string]string) {
+	notifications := jsonrpc.Field(params, "notifications")
+	var ids []json.RawMessage
+	if json.Unmarshal(jsonrpc.Field(notifications, "taskIds"), &ids) != nil || len(ids) == 0 {
+		return params, c, nil
+	}
+	byChild := map[*childConn]map[string]string{}
+	var best *childConn
+	for _, raw := range ids {
+		inner, owner := b.unpinTask(ctx, raw)
+		if owner == nil {
+			continue
+		}
+		var innerID, clientID string
+		json.Unmarshal(inner, &innerID)
+		json.Unmarshal(raw, &clientID)
+		if byChild[owner] == nil {
+			byChild[owner] = map[string]string{}
+		}
+		byChild[owner][innerID] = clientID
+		if best == nil || len(byChild[owner]) > len(byChild[best]) {
+			best = owner
+		}
+	}
+	if best == nil {
+		return params, c, nil
+	}
+	names := byChild[best]
+	inner := make([]string, 0, len(names))
+	for id := range names {
+		inner = append(inner, id)
+	}
+	notifications = jsonrpc.SetMember(notifications, "taskIds", mustJSON(inner))
+	return jsonrpc.SetMember(params, "notifications", notifications), best, names
+}
+
+// renameTasks puts the client's task ids back into what a child's listen says of its tasks:
+// the acknowledgement's notifications.taskIds and notifications/tasks' taskId.
+func renameTasks(method string, p json.RawMessage, names map[string]string) json.RawMessage {
+	switch method {
+	case "notifications/subscriptions/acknowledged":
+		notifications := jsonrpc.Field(p, "notifications")
+		var ids []string
+		if json.Unmarshal(jsonrpc.Field(notifications, "taskIds"), &ids) != nil || ids == nil {
+			return p
+		}
+		out := make([]string, 0, len(ids))
+		for _, id := range ids {
+			if name, ok := names[id]; ok {
+				out = append(out, name)
+			}
+		}
+		return jsonrpc.SetMember(p, "notifications", jsonrpc.SetMember(notifications, "taskIds", mustJSON(out)))
+	case "notifications/tasks":
+		var id string
+		if json.Unmarshal(jsonrpc.Field(p, "taskId"), &id) == nil {
+			if name, ok := names[id]; ok {
+				return jsonrpc.SetMember(p, "taskId", mustJSON(name))
+			}
+		}
+	}
+	return p
+}

@@ -1,11 +1,14 @@
 package bridge_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +131,89 @@ func TestTasksFollowTheirIDToTheChildAndTheirCaller(t *testing.T) {
 	// Without the extension, the children refuse the methods (-32021).
 	if rep, err := alice.call(ctx, 400, "tasks/get", map[string]any{"taskId": ids[0]}); err != nil || rep.Error == nil || rep.Error.Code != mcp.CodeMissingRequiredClientCapability {
 		t.Errorf("tasks/get without the extension: %v %v", rep, err)
+	}
+	listenForTasks(ctx, t, alice)
+}
+
+// listenForTasks makes tasks on both children, then follows them all with a listen: it is
+// held on one child, acknowledges that child's tasks by the client's ids, and tells of each
+// as it ends.
+func listenForTasks(ctx context.Context, t *testing.T, alice *relayProc) {
+	ids := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() { // at once, so that both children get some
+			rep, err := alice.callCaps(ctx, 500+i, "tools/call", map[string]any{"name": "whoami_task", "arguments": map[string]any{"ms": 600}}, tasksCaps)
+			var res struct{ TaskID string }
+			if err != nil || json.Unmarshal(rep.Result, &res) != nil || res.TaskID == "" {
+				t.Errorf("call: %v %v", rep, err)
+			}
+			ids[i] = res.TaskID
+		})
+	}
+	wg.Wait()
+	children := map[string]bool{}
+	for _, id := range ids {
+		child, _, _ := strings.Cut(id, ".")
+		children[child] = true
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": map[string]any{
+		"notifications": map[string]any{"taskIds": ids},
+		"_meta":         map[string]any{mcp.MetaProtocolVersion: mcp.Version20260728, mcp.MetaClientCapabilities: tasksCaps},
+	}})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, alice.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.Version20260728)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := alice.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewScanner(resp.Body)
+	next := func() (method string, params map[string]any) {
+		t.Helper()
+		for events.Scan() {
+			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
+				var m struct {
+					Method string
+					Params map[string]any
+				}
+				json.Unmarshal([]byte(data), &m)
+				return m.Method, m.Params
+			}
+		}
+		t.Fatalf("the listen stream ended: %v", events.Err())
+		return "", nil
+	}
+	method, p := next()
+	acked, _ := p["notifications"].(map[string]any)["taskIds"].([]any)
+	if method != "notifications/subscriptions/acknowledged" || len(acked) == 0 || (len(children) == 2) != (len(acked) < len(ids)) {
+		t.Fatalf("acknowledgement %s %v: want the tasks of one child (the tasks are on %v), by the client's ids %v", method, p, children, ids)
+	}
+	t.Logf("tasks on %d children; the listen follows %d of %d", len(children), len(acked), len(ids))
+	child, _, _ := strings.Cut(acked[0].(string), ".")
+	pending := map[string]bool{}
+	for _, id := range acked {
+		if !slices.Contains(ids, id.(string)) || !strings.HasPrefix(id.(string), child+".") {
+			t.Errorf("acknowledged %v: not one child's tasks among %v", acked, ids)
+		}
+		pending[id.(string)] = true
+	}
+	for len(pending) > 0 {
+		method, p := next()
+		if method != "notifications/tasks" {
+			continue
+		}
+		id, _ := p["taskId"].(string)
+		if !pending[id] {
+			t.Fatalf("notifications/tasks for %q, not a task acknowledged (%v)", id, acked)
+		}
+		if p["status"] == "completed" {
+			delete(pending, id)
+		}
 	}
 }
