@@ -37,7 +37,8 @@ type TaskRecord struct {
 	ID string
 	// Principal is who made the task (see TaskPrincipal); only it can see the task.
 	Principal string
-	Status    TaskStatus
+	// Status is where the task is; a terminal status never changes again.
+	Status TaskStatus
 	// StatusMessage says more about the status, for people (optional).
 	StatusMessage string
 	// CreatedAt and UpdatedAt are stamped by the store.
