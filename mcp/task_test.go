@@ -404,3 +404,21 @@ func TestTasks_ARequiredTaskToolIsAToolErrorForTheInitializeGeneration(t *testin
 		t.Errorf("tasks/get of the initialize generation: %s", m["error"])
 	}
 }
+
+func TestTaskPrincipal_AuthenticatedThenSessionThenNobody(t *testing.T) {
+	ctx := context.Background()
+	session := runtime.WithSessionID(ctx, "s1")
+	for _, c := range []struct {
+		ctx  context.Context
+		want string
+	}{
+		{ctx, ""},
+		{session, "session:s1"},
+		{runtime.WithPrincipal(session, &runtime.Principal{ID: "alice"}), "principal:alice"},
+		{runtime.WithPrincipal(ctx, &runtime.Principal{ID: "session:s1"}), "principal:session:s1"}, // no clash with a session
+	} {
+		if got := mcp.TaskPrincipal(c.ctx); got != c.want {
+			t.Errorf("TaskPrincipal = %q, want %q", got, c.want)
+		}
+	}
+}
