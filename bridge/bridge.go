@@ -37,7 +37,9 @@
 // it gets a child of its own, subscribed by the bridge (listenlegacy.go). A legacy client's
 // subscriptions on modern children become a listen the bridge holds on the session's child
 // (sublisten.go). A legacy child's questions to a modern client become input_required
-// (mrtr.go). Each generation sees its own shapes (shapes.go).
+// (mrtr.go). Each generation sees its own shapes (shapes.go). A task
+// (io.modelcontextprotocol/tasks) is reached through an id that names the child running it
+// and is bound to the caller (tasks.go).
 package bridge
 
 import (
@@ -112,6 +114,7 @@ type Bridge struct {
 	health   health
 	watchers sync.WaitGroup // one per child of the pool, until its client ends
 	parking  parking        // 2026-07-28 calls on legacy children waiting for the client's retry
+	taskKey  []byte         // signs the task ids the bridge hands out (tasks.go)
 }
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -129,7 +132,8 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		opts.MaxSessions = 100
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool)}
+	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool),
+		taskKey: newTaskKey()}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
 		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name)))

@@ -34,7 +34,8 @@ func TestB3_OfficialConformanceSuiteThroughTheBridge(t *testing.T) {
 // interop/conformance) through `relay bridge --pool 2 -- examples/everything`, once per
 // requirement set: --requirements 2025-11-25 (an initialize-generation client in front of
 // 2026-07-28 children) and --requirements 2026-07-28 (forwarded as is). Every scenario a
-// revision scores must pass.
+// revision scores must pass, and under 2026-07-28 the tasks extension's too (tasks-*, which
+// the suite runs without scoring): tasks follow their id to the child that runs them.
 func TestRequirementsThroughTheBridge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -43,7 +44,10 @@ func TestRequirementsThroughTheBridge(t *testing.T) {
 	waitChildren(t, relay.pid(), 2, 30*time.Second)
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
-			suite.RunRequirements(ctx, t, relay.url, rev, "relay bridge --pool 2 -- examples/everything")
+			rep := suite.RunRequirements(ctx, t, relay.url, rev, "relay bridge --pool 2 -- examples/everything")
+			if rev == "2026-07-28" {
+				rep.Require(t, "tasks-", "relay bridge --pool 2 -- examples/everything")
+			}
 		})
 	}
 }

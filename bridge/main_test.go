@@ -280,6 +280,8 @@ func (r *relayProc) callCaps(ctx context.Context, id int, method string, params 
 		req.Header.Set("Mcp-Name", name)
 	} else if uri, ok := params["uri"].(string); ok { // resources/read
 		req.Header.Set("Mcp-Name", uri)
+	} else if id, ok := params["taskId"].(string); ok { // tasks/get, tasks/update, tasks/cancel
+		req.Header.Set("Mcp-Name", id)
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -329,6 +331,17 @@ func runTestChild() int {
 			}
 			return mcp.TextResult(strconv.Itoa(os.Getpid())), nil
 		})
+	// whoami_task is whoami as a task, for clients that declare the tasks extension.
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami_task", Description: "whoami, as a task."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in whoamiArgs) (*mcp.CallToolResult, error) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+			}
+			return mcp.TextResult(strconv.Itoa(os.Getpid())), nil
+		}, mcp.AsTask(mcp.TaskOptional))
+	defer s.Close()
 	// crash kills the process: annotated read-only, so the proxy replays it, and finds it
 	// is the request that kills its children; die does too, but is not safe to repeat.
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once, with status 3.",

@@ -222,6 +222,17 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 				params, c = jsonrpc.SetMember(params, "requestState", inner), owner // back to the child that signed it
 			}
 		}
+		var clientTaskID json.RawMessage // the client's name for the task, put back in the answer
+		if taskMethods[rt.Method] && !stripMeta {
+			if inner, owner := s.b.unpinTask(ctx, jsonrpc.Field(params, "taskId")); owner != nil {
+				clientTaskID = jsonrpc.Field(params, "taskId")
+				params, c = jsonrpc.SetMember(params, "taskId", inner), owner // back to the child running it
+			}
+		}
+		var taskNames map[string]string // a listen's tasks: the child's ids, to the client's
+		if rt.Method == "subscriptions/listen" && !stripMeta {
+			params, c, taskNames = s.b.unpinListen(ctx, params, c)
+		}
 		token := jsonrpc.Field(jsonrpc.Field(params, "_meta"), "progressToken")
 		switch {
 		case stripMeta:
@@ -246,6 +257,9 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			if meta := jsonrpc.Field(p, "_meta"); jsonrpc.Field(meta, mcp.MetaSubscriptionID) != nil {
 				p = jsonrpc.SetMember(p, "_meta", jsonrpc.SetMember(meta, mcp.MetaSubscriptionID, json.RawMessage(rt.ID))) // the client's listen id
 			}
+			if taskNames != nil {
+				p = renameTasks(method, p, taskNames)
+			}
 			if stripMeta && method == "notifications/message" && !wantsLog(rt.Params, p) {
 				return // a legacy child logs as it likes; a 2026-07-28 client only at its request
 			}
@@ -268,6 +282,12 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			end(nil)
 			if stripMeta {
 				res = modernize(res, s.b.info)
+			}
+			switch {
+			case clientTaskID != nil && jsonrpc.Field(res, "taskId") != nil:
+				res = jsonrpc.SetMember(res, "taskId", clientTaskID)
+			case !stripMeta && string(jsonrpc.Field(res, "resultType")) == `"task"`:
+				res = s.b.pinTask(ctx, res, s.b.index(c))
 			}
 			inputRequired := string(jsonrpc.Field(res, "resultType")) == `"input_required"`
 			if !addMeta && inputRequired {

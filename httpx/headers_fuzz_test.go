@@ -43,6 +43,8 @@ func FuzzMirroredHeaders(f *testing.F) {
 	f.Add("tools/call", "t", []byte(`{"region":""}`), "2026-07-28", "tools/call", "t", "", "", "", uint8(0x0f), uint8(0))
 	f.Add("tools/call", "t", []byte(`{"region":"eu"}`), "2026-07-28", "tools/call", "t", "eu", "", "", uint8(0x0f), uint8(0x08))
 	f.Add("tools/call", "t", []byte(`{}`), "2026-07-28", "tools/call", "t", "", "", "", uint8(0x07), uint8(0x02))
+	f.Add("tasks/get", "relay0.mac.id", []byte(`{}`), "2026-07-28", "tasks/get", "relay0.mac.id", "", "", "", uint8(0x07), uint8(0))
+	f.Add("tasks/cancel", "id", []byte(`{}`), "2026-07-28", "tasks/cancel", "other", "", "", "", uint8(0x07), uint8(0))
 
 	h := &MCPHandler{headers: func(tool string) []mcp.HeaderParam {
 		if tool == "t" {
@@ -51,7 +53,7 @@ func FuzzMirroredHeaders(f *testing.F) {
 		return nil
 	}}
 	f.Fuzz(func(t *testing.T, method, name string, args []byte, version, hMethod, hName, hRegion, hCount, hDry string, present, twice uint8) {
-		params := map[string]any{"name": name, "uri": name, "_meta": map[string]any{mcp.MetaProtocolVersion: mcp.Version20260728}}
+		params := map[string]any{"name": name, "uri": name, "taskId": name, "_meta": map[string]any{mcp.MetaProtocolVersion: mcp.Version20260728}}
 		if json.Valid(args) {
 			params["arguments"] = json.RawMessage(args)
 		}
@@ -95,7 +97,8 @@ func FuzzMirroredHeaders(f *testing.F) {
 
 // refMirrors is the rule, read plainly: each header the request mirrors has one value;
 // MCP-Protocol-Version and Mcp-Method equal the body's;
-// Mcp-Name equals params.name (params.uri for resources/read) for the methods that need it;
+// Mcp-Name equals params.name (params.uri for resources/read, params.taskId for tasks/get,
+// tasks/update and tasks/cancel) for the methods that need it;
 // each Mcp-Param-{Name} is present exactly when its argument is present and not null, and
 // equals it: a string as is, an integer numerically, a boolean as true or false. A value is
 // sent as it is only when it is visible ASCII with no space at either end and does not look
@@ -107,7 +110,8 @@ func refMirrors(hdr http.Header, msg jsonrpc.Message) bool {
 		len(hdr.Values("Mcp-Method")) != 1 || hdr.Get("Mcp-Method") != msg.Method {
 		return false
 	}
-	nameField := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[msg.Method]
+	nameField := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+		"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}[msg.Method]
 	if nameField == "" {
 		return true
 	}
@@ -199,7 +203,8 @@ func refHeaders(msg jsonrpc.Message) (http.Header, bool) {
 	json.Unmarshal(jsonrpc.Field(jsonrpc.Field(msg.Params, "_meta"), mcp.MetaProtocolVersion), &version)
 	hdr.Set("MCP-Protocol-Version", version)
 	hdr.Set("Mcp-Method", msg.Method)
-	nameField := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[msg.Method]
+	nameField := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+		"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}[msg.Method]
 	if nameField == "" {
 		return hdr, true
 	}

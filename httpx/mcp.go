@@ -361,6 +361,8 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 		nameField = "name"
 	case "resources/read":
 		nameField = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel": // io.modelcontextprotocol/tasks routes by task
+		nameField = "taskId"
 	default:
 		return nil
 	}

@@ -19,6 +19,12 @@
 // the capabilities the request declared. A cancelled request is never answered
 // (notifications/cancelled); progress is sent only for requests that carry a progressToken.
 //
+// A tool registered with AsTask (or StartsTask) may answer a 2026-07-28 client that declares
+// the io.modelcontextprotocol/tasks extension with a task instead of its result: the tool runs
+// on a goroutine the Server owns, its state kept in a TaskStore, and the client polls
+// tasks/get (tasks/update answers its questions, tasks/cancel stops it) or follows it with
+// subscriptions/listen (notifications/tasks). Close stops the tasks still running.
+//
 // Handlers run on the runtime's reused workers. A tool's calls do too until 16 of them wait in
 // the tool at once; from then on its next calls decode their arguments on a worker and run the
 // tool itself on a goroutine of their own (a runtime.Continuation), which keeps a 2 KiB stack

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/relayrt/relay/mcp"
 )
@@ -85,4 +86,47 @@ func ExampleServer_AddSkill() {
 	// skill://acme/refunds/SKILL.md - refunds: Refund an order per policy.
 	//   skill://acme/refunds/SKILL.md 101 bytes sha256:c10a1c1f…
 	//   skill://acme/refunds/examples/email.md 27 bytes sha256:649027fa…
+}
+
+// A tool whose calls run as tasks: the client that declares the tasks extension gets a task
+// handle at once, and polls tasks/get for the result.
+func ExampleAsTask() {
+	s := mcp.NewServer(mcp.Implementation{Name: "reports", Version: "1.0.0"}, nil)
+	defer s.Close() // stops the tasks still running
+	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "Build the monthly report."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			time.Sleep(20 * time.Millisecond) // the work
+			return mcp.TextResult("the report is ready"), nil
+		}, mcp.AsTask(mcp.TaskOptional))
+
+	ctx := context.Background()
+	conn := s.Runtime().Connect(ctx)
+	defer conn.Close()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	call := func(id int, method, params string) (res struct {
+		ResultType, TaskID, Status string
+		Result                     json.RawMessage
+	}) {
+		conn.Send(ctx, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params)))
+		reply, _ := conn.Receive(ctx)
+		var frame struct{ Result json.RawMessage }
+		json.Unmarshal(reply, &frame)
+		json.Unmarshal(frame.Result, &res)
+		return res
+	}
+
+	task := call(1, "tools/call", `{"name":"report",`+meta+`}`)
+	fmt.Println("tools/call:", task.ResultType, task.Status)
+	for id := 2; ; id++ {
+		got := call(id, "tasks/get", `{"taskId":"`+task.TaskID+`",`+meta+`}`)
+		if got.Status == "completed" {
+			fmt.Println("tasks/get:", got.Status, string(got.Result))
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // a client honours pollIntervalMs
+	}
+	// Output:
+	// tools/call: task working
+	// tasks/get: completed {"content":[{"type":"text","text":"the report is ready"}]}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
 
@@ -14,7 +15,13 @@ type SubscriptionFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs asks for notifications/tasks about these tasks (io.modelcontextprotocol/tasks);
+	// the acknowledgement names those the caller may see.
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
+
+// maxListenTasks bounds the tasks one listen follows.
+const maxListenTasks = 256
 
 // listen serves subscriptions/listen (2026-07-28): a long-lived request whose notifications
 // all carry its id as the subscription id. It acknowledges first, with the part of the filter
@@ -37,6 +44,20 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	honoured.ResourcesListChanged = honoured.ResourcesListChanged && resources
 	if !resources {
 		honoured.ResourceSubscriptions = nil
+	}
+	principal := TaskPrincipal(ctx)
+	if len(p.Notifications.TaskIDs) > 0 {
+		caps := jsonrpc.Field(jsonrpc.Field(rt.Params, "_meta"), MetaClientCapabilities)
+		if !hasExtension(caps, ExtensionTasks) {
+			return nil, errTasksRequired("task notifications (notifications.taskIds)")
+		}
+		honoured.TaskIDs = nil
+		for _, id := range p.Notifications.TaskIDs { // those the caller may see, and no more
+			if _, err := s.taskStore().Get(ctx, principal, id); err == nil && len(honoured.TaskIDs) < maxListenTasks &&
+				!slices.Contains(honoured.TaskIDs, id) {
+				honoured.TaskIDs = append(honoured.TaskIDs, id)
+			}
+		}
 	}
 	subMeta := map[string]json.RawMessage{MetaSubscriptionID: json.RawMessage(rt.ID)}
 
@@ -68,6 +89,18 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 				method = "notifications/resources/list_changed"
 			case c.kind == resourceUpdated && slices.Contains(honoured.ResourceSubscriptions, c.uri):
 				method, params["uri"] = "notifications/resources/updated", c.uri
+			case c.kind == taskChanged && slices.Contains(honoured.TaskIDs, c.uri):
+				rec, err := s.taskStore().Get(ctx, principal, c.uri)
+				if err != nil { // expired: nothing more will be said of it
+					continue
+				}
+				// The whole DetailedTask, as tasks/get would answer now.
+				if err := rt.Notify("notifications/tasks", struct {
+					taskView
+					Meta map[string]json.RawMessage `json:"_meta"`
+				}{detailedView(rec), subMeta}); err != nil {
+					return nil, err
+				}
 			}
 			if method != "" {
 				if err := rt.Notify(method, params); err != nil {

@@ -19,6 +19,9 @@ type registry struct {
 	// capabilities the server advertises with this snapshot
 	toolNames, promptNames, resourceURIs, templateKeys []string
 	caps                                               map[string]any
+	// modernCaps are caps with what only 2026-07-28 has (extensions), for server/discover
+	modernCaps map[string]any
+	tasks      bool // a tool supports tasks: the tasks/* methods are served
 }
 
 func (r *registry) clone() *registry {
@@ -52,6 +55,20 @@ func (r *registry) index() {
 		r.caps["completions"] = map[string]any{}
 	}
 	r.skills.declare(r.caps)
+	r.tasks = false
+	for _, t := range r.tools {
+		r.tasks = r.tasks || t.opts.tasks != TaskForbidden
+	}
+	r.modernCaps = r.caps
+	if r.tasks {
+		r.modernCaps = cloneMap(r.caps)
+		ext := map[string]any{}
+		if declared, ok := r.caps["extensions"].(map[string]any); ok {
+			ext = cloneMap(declared) // skills'; tasks are only the 2026-07-28 generation's
+		}
+		ext[ExtensionTasks] = map[string]any{}
+		r.modernCaps["extensions"] = ext
+	}
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {
@@ -70,11 +87,12 @@ const (
 	promptsChanged
 	resourcesChanged
 	resourceUpdated
+	taskChanged
 )
 
 type change struct {
 	kind changeKind
-	uri  string // resourceUpdated
+	uri  string // resourceUpdated: the resource; taskChanged: the task's id
 }
 
 // hub fans changes out to listeners: legacy sessions and subscriptions/listen streams. A

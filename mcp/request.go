@@ -46,8 +46,9 @@ type requestMeta struct {
 	peer          *runtime.Peer   // the legacy session's client, told later of completed URL elicitations
 	logLevel      int8            // index into levelRank; -1 sends no log messages
 	modern        bool
-	retrying      bool // the request carried inputResponses or requestState
-	sentProgress  bool // in the padding after the others: a Request stays in 176 bytes
+	retrying      bool        // the request carried inputResponses or requestState
+	sentProgress  bool        // in the padding after the others: a Request stays in 176 bytes
+	taskSupport   TaskSupport // the tool's, for StartTask; in the padding too
 }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
@@ -78,6 +79,7 @@ type inputRounds struct {
 	asked   map[string]inputRequest    // what this run needs
 	n       int                        // questions asked so far in this run
 	named   map[string]bool            // the keys of this run's questions, answered or not
+	task    *taskState                 // the task the call runs as, if it does
 }
 
 // rounds returns r.input, made if need be.

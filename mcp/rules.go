@@ -34,6 +34,7 @@ var methods = []string{
 	"notifications/subscriptions/acknowledged",
 	"sampling/createMessage", "elicitation/create", "roots/list", "notifications/elicitation/complete",
 	"skills/list", "skills/get", "resources/directory/read",
+	"tasks/get", "tasks/update", "tasks/cancel", "notifications/tasks",
 }
 
 // proxyRules is what a proxy must know of MCP, in both generations (2025-11-25 Basic ›
@@ -42,7 +43,7 @@ var methods = []string{
 var proxyRules = runtime.ProxyRules{
 	ReadOnly: []string{"tools/list", "prompts/list", "prompts/get", "resources/list", "resources/read",
 		"resources/templates/list", "server/discover", "completion/complete", "ping",
-		"subscriptions/listen", "initialize", "skills/list", "skills/get", "resources/directory/read"},
+		"subscriptions/listen", "initialize", "skills/list", "skills/get", "resources/directory/read", "tasks/get"},
 	Handshake:       "initialize",
 	Handshaken:      "notifications/initialized",
 	Restate:         []string{"logging/setLevel"},

@@ -35,6 +35,14 @@ type ServerOptions struct {
 	StateKey []byte
 	// StateTTL is how long a requestState stays valid (default 10 minutes).
 	StateTTL time.Duration
+	// TaskStore keeps the state of tasks (see AsTask); default: a NewMemoryTaskStore with
+	// its default bounds.
+	TaskStore TaskStore
+	// TaskTTL is how long a task is kept after it was made, done or not (default 1 hour): a
+	// task still running then is stopped and marked failed, and then forgotten.
+	TaskTTL time.Duration
+	// TaskPollInterval is how often clients are asked to poll tasks/get (default 1 second).
+	TaskPollInterval time.Duration
 	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
 	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
 	// by the session itself and do not pass through it.
@@ -59,9 +67,10 @@ type Server struct {
 	stateKey   []byte
 	chains     []MethodHandler // each feature method in the middleware, by feature.index
 
-	mu  sync.Mutex // serialises registrations; requests read the snapshot
-	reg atomic.Pointer[registry]
-	hub hub
+	mu    sync.Mutex // serialises registrations; requests read the snapshot
+	reg   atomic.Pointer[registry]
+	hub   hub
+	tasks taskRunner
 
 	elicits urlElicitations // the clients waiting on URL elicitations, for CompleteElicitation
 }
@@ -79,6 +88,15 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	}
 	if s.opts.StateTTL <= 0 {
 		s.opts.StateTTL = 10 * time.Minute
+	}
+	if s.opts.TaskStore == nil {
+		s.opts.TaskStore = NewMemoryTaskStore(nil)
+	}
+	if s.opts.TaskTTL <= 0 {
+		s.opts.TaskTTL = time.Hour
+	}
+	if s.opts.TaskPollInterval <= 0 {
+		s.opts.TaskPollInterval = time.Second
 	}
 	s.stateKey = s.opts.StateKey
 	if len(s.stateKey) == 0 {

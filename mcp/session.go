@@ -79,7 +79,8 @@ var errNoVersion = errInvalidParams(
 
 // routeModern routes a 2026-07-28 request for a method that is not a feature.
 func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime.Route {
-	if _, _, err := readMeta(params[pMeta], nil); err != nil {
+	rm, _, err := readMeta(params[pMeta], nil)
+	if err != nil {
 		return runtime.Route{Err: err}
 	}
 	switch req.Method {
@@ -87,6 +88,10 @@ func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime
 		return runtime.Route{Result: ss.s.discoverResult()}
 	case "subscriptions/listen":
 		return runtime.Route{Handler: ss.s.listen}
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if ss.s.reg.Load().tasks {
+			return ss.routeTask(req, rm)
+		}
 	}
 	if slices.Contains(removedMethods, req.Method) {
 		return runtime.Route{Err: errMethodNotFound(req.Method, " (removed in 2026-07-28)")}
@@ -329,6 +334,6 @@ func (s *Server) discoverResult() json.RawMessage {
 		SupportedVersions []string       `json:"supportedVersions"`
 		Capabilities      map[string]any `json:"capabilities"`
 		Instructions      string         `json:"instructions,omitempty"`
-	}{ModernVersions, s.capabilities(), s.opts.Instructions})
+	}{ModernVersions, s.reg.Load().modernCaps, s.opts.Instructions})
 	return s.cacheable(s.modernResult(body), s.opts.CacheTTL)
 }

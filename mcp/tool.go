@@ -50,6 +50,8 @@ type CallToolResult struct {
 	StructuredContent any
 	IsError           bool
 	Meta              map[string]any
+
+	start TaskFunc // set by StartTask: the call goes on as a task running it
 }
 
 // TextResult returns a result with one text item.
@@ -147,6 +149,7 @@ type tool struct {
 	raw     json.RawMessage // the definition, encoded once
 	input   *jsonschema.Resolved
 	output  *jsonschema.Resolved
+	opts    toolOptions
 	// start checks and decodes the arguments (req.toolCall.Arguments) and returns the call
 	// of the handler, or else the tool-error result that answers the request.
 	start func(req *Request) (toolRunner, *CallToolResult)
@@ -223,8 +226,21 @@ func (t *toolRun[In]) finished(res *CallToolResult, err error) (any, error) {
 // AddTool registers a tool, replacing one of the same name. If t.InputSchema is nil it is
 // derived from In (a struct: its exported fields become properties; fields without omitempty
 // are required). It panics if a schema cannot be derived or resolved, or an icon is not valid,
-// which is a programming error.
-func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
+// which is a programming error. opts tune how its calls are served: AsTask and StartsTask
+// make them tasks.
+func AddTool[In any](s *Server, t *Tool, h ToolHandler[In], opts ...ToolOption) {
+	var o toolOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.wholly && o.tasks != TaskForbidden {
+		body := h
+		h = func(ctx context.Context, req *CallToolRequest, in In) (*CallToolResult, error) {
+			return req.StartTask(ctx, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+				return body(ctx, req, in)
+			})
+		}
+	}
 	def := *t
 	checkIcons("tool "+t.Name, t.Icons)
 	var flat *flatArgs
@@ -242,7 +258,7 @@ func AddTool[In any](s *Server, t *Tool, h ToolHandler[In]) {
 	if err != nil {
 		panic("mcp: " + err.Error())
 	}
-	tl := &tool{def: &def, headers: headers, input: mustResolve(t.Name, "input", def.InputSchema), handler: h}
+	tl := &tool{def: &def, headers: headers, input: mustResolve(t.Name, "input", def.InputSchema), handler: h, opts: o}
 	if def.OutputSchema != nil {
 		tl.output = mustResolve(t.Name, "output", def.OutputSchema)
 	}
@@ -326,6 +342,13 @@ func (s *Server) startTool(ctx context.Context, req *Request) (toolRunner, any, 
 		return nil, nil, errInvalidParams("unknown tool %q; tools/list names the tools", name)
 	}
 	name := tl.def.Name
+	if req.meta.taskSupport = tl.opts.tasks; req.meta.taskSupport == TaskRequired && !req.tasksNegotiated() {
+		if !req.meta.modern { // -32021 exists only in 2026-07-28: the model reads why instead
+			return nil, ErrorResult("Tool " + name + " runs only as a task (" + ExtensionTasks +
+				"), which a client of this protocol version cannot ask for; use a 2026-07-28 client that declares it"), nil
+		}
+		return nil, nil, errTasksRequired("tool " + name)
+	}
 	args := p[pArguments]
 	if string(args) == "null" {
 		args = nil
@@ -358,6 +381,9 @@ func (s *Server) toolReturned(ctx context.Context, req *Request, tl *tool, res *
 	}
 	if res == nil {
 		res = &CallToolResult{Content: []Content{}}
+	}
+	if res.start != nil {
+		return s.createTask(ctx, req, tl, res.start)
 	}
 	if tl.output != nil && !res.IsError {
 		if err := checkOutput(tl.output, res.StructuredContent); err != nil {

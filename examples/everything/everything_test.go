@@ -26,7 +26,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // The fixture of CONFORMANCE.md §1, as the lists must show it.
 var (
 	fixtureTools = []string{
+		"confirm_delete",
+		"failing_job",
+		"greet",
 		"json_schema_2020_12_tool",
+		"multi_input",
+		"protocol_error_job",
+		"slow_compute",
 		"test_audio_content",
 		"test_custom_headers",
 		"test_elicitation",
@@ -52,6 +58,7 @@ var (
 		"test_streaming_elicitation",
 		"test_tool_with_logging",
 		"test_tool_with_progress",
+		"test_tool_with_task",
 		"test_trigger_prompt_change",
 		"test_trigger_tool_change",
 	}

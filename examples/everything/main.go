@@ -93,6 +93,7 @@ func main() {
 	}
 	cancel()
 	<-done
+	s.Close() // the tasks still running end, marked failed
 	tel.Shutdown(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
@@ -145,6 +146,7 @@ func newServer() *mcp.Server {
 	addTools(s)
 	addDiagnostics(s)
 	addInputRequired(s)
+	addTaskTools(s)
 	addHeaderTools(s)
 	addResources(s)
 	addPrompts(s)

@@ -28,6 +28,35 @@ type Report struct {
 	// Passed and Failed are the checks of the whole run (the suite's "Total:" line), the
 	// scenarios that are not scored included.
 	Passed, Failed int
+
+	dir string // where the suite wrote each scenario's checks
+}
+
+// Require fails t for every scenario of the run whose name begins with prefix that has a
+// failed check, scored by the suite or not, with its failed checks; and when no such scenario
+// ran at all. It scores what the suite runs only for visibility (an extension's scenarios,
+// say) once the server under test passes them. what names the server in messages.
+func (r *Report) Require(t testing.TB, prefix, what string) {
+	t.Helper()
+	ran := 0
+	for _, sc := range r.Scenarios {
+		if !strings.HasPrefix(sc.Name, prefix) {
+			continue
+		}
+		ran++
+		if sc.Failed == 0 {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range failedChecks(r.dir, sc.Name) {
+			fmt.Fprintf(&b, "\n  %s: %s", c.id, c.message)
+		}
+		t.Errorf("%s against %s: %d of %d checks failed (required, though the suite does not score it):%s",
+			sc.Name, what, sc.Failed, sc.Passed+sc.Failed, b.String())
+	}
+	if ran == 0 {
+		t.Errorf("no %s* scenario ran against %s (--requirements %s); the suite no longer runs them?", prefix, what, r.Revision)
+	}
 }
 
 // ScoredFailures returns the scored scenarios with a failed check.
@@ -86,6 +115,7 @@ func (s *Suite) RunRequirements(ctx context.Context, t testing.TB, url, revision
 		summary = summary[i:]
 	}
 	rep := parseReport(revision, summary)
+	rep.dir = outDir
 	if len(rep.Scenarios) == 0 {
 		t.Fatalf("the 0.2 suite (--requirements %s) against %s gave no summary: %v\n%s", revision, what, err, text)
 	}

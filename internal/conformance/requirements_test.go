@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -43,5 +45,36 @@ func TestParseReport_ScoredFailuresAreThoseTheRevisionScores(t *testing.T) {
 	want := []string{"tasks-lifecycle:extension", "tasks-status-notifications:extension", "http-custom-header-server-validation:pending"}
 	if !slices.Equal(unscored, want) {
 		t.Errorf("unscored %v, want %v", unscored, want)
+	}
+}
+
+// recorder is a testing.TB that keeps what Errorf reports.
+type recorder struct {
+	testing.TB
+	errs []string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func TestReport_RequireFailsOnTheUnscoredScenariosItNames(t *testing.T) {
+	rep := parseReport("2026-07-28", summary)
+	rep.dir = t.TempDir()
+	r := &recorder{TB: t}
+	rep.Require(r, "tasks-", "the server")
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "tasks-lifecycle against the server: 8 of 9 checks failed") {
+		t.Errorf("Require reported %q", r.errs)
+	}
+	r.errs = nil
+	rep.Require(r, "sep-9999-", "the server")
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "no sep-9999-* scenario ran") {
+		t.Errorf("Require of scenarios that did not run reported %q", r.errs)
+	}
+	r.errs = nil
+	rep.Require(r, "server-", "the server")
+	if len(r.errs) != 0 {
+		t.Errorf("Require of passing scenarios reported %q", r.errs)
 	}
 }

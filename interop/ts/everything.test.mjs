@@ -28,7 +28,13 @@ const URL_ = process.env.RELAY_EVERYTHING_URL;
 const TRANSPORT = URL_ ? 'Streamable HTTP' : 'stdio';
 
 const FIXTURE_TOOLS = [
+  'confirm_delete',
+  'failing_job',
+  'greet',
   'json_schema_2020_12_tool',
+  'multi_input',
+  'protocol_error_job',
+  'slow_compute',
   'test_audio_content',
   'test_custom_headers',
   'test_elicitation',
@@ -54,6 +60,7 @@ const FIXTURE_TOOLS = [
   'test_streaming_elicitation',
   'test_tool_with_logging',
   'test_tool_with_progress',
+  'test_tool_with_task',
   'test_trigger_prompt_change',
   'test_trigger_tool_change',
 ];
