@@ -301,7 +301,7 @@ func resultType(res json.RawMessage) (string, error) {
 func (c *Client) addModernMeta(meta map[string]any) {
 	meta[mcp.MetaProtocolVersion] = c.version
 	caps := c.o.capabilities()
-	caps["extensions"] = map[string]any{extensionTasks: map[string]any{}} // CallTool waits for a task
+	caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}} // CallTool waits for a task
 	meta[mcp.MetaClientCapabilities] = caps
 	meta[mcp.MetaClientInfo] = c.o.info
 }

@@ -98,10 +98,10 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "block", "echo", "fail", "flaky", "image", "log", "progress", "touch", "visit", "weather"}
+		want := []string{"ask", "asktask", "block", "blocktask", "echo", "fail", "flaky", "image", "log", "progress", "slow", "touch", "visit", "weather"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
-			t.Fatalf("tools %v, want %v (page size 2: six pages)", names, want)
+			t.Fatalf("tools %v, want %v (page size 2: seven pages)", names, want)
 		}
 	})
 }
@@ -726,4 +726,68 @@ func TestSupervisedChildRestartsAndTheCallIsReplayed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A call the server runs as a task (2026-07-28, io.modelcontextprotocol/tasks) is waited
+// for by CallTool as if it lasted that long, its questions answered through the client's
+// handlers; under the initialize generation the same call runs in its request.
+func TestCallToolWaitsForATask(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		res, err := c.CallTool(context.Background(), "slow", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("slow done (task %v)", c.Modern())
+		if tc := res.Content[0].(*mcp.TextContent); tc.Text != want {
+			t.Fatalf("slow: %q, want %q", tc.Text, want)
+		}
+		res, err = c.CallTool(context.Background(), "asktask", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc := res.Content[0].(*mcp.TextContent); tc.Text != "task asked Ann" {
+			t.Fatalf("asktask: %q", tc.Text)
+		}
+	}, askHandlers...)
+}
+
+// StartTool hands the task over: its id, Wait for its result, GetTask for its state; a
+// cancelled context cancels the task CallTool waits for.
+func TestStartToolHoldsTheTask(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		if !c.Modern() {
+			return // the initialize generation has no tasks
+		}
+		ctx := context.Background()
+		task, err := c.StartTool(ctx, "slow", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.ID == "" || task.Status != "working" {
+			t.Fatalf("task %+v", task)
+		}
+		res, err := task.Wait(ctx)
+		if err != nil || res.Content[0].(*mcp.TextContent).Text != "slow done (task true)" {
+			t.Fatalf("Wait: %+v, %v", res, err)
+		}
+		again, err := c.GetTask(ctx, task.ID)
+		if err != nil || again.Status != "completed" {
+			t.Fatalf("GetTask: %+v, %v", again, err)
+		}
+		held, err := c.StartTool(ctx, "blocktask", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := held.Cancel(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := held.Wait(ctx); !errors.Is(err, client.ErrTaskCancelled) {
+			t.Fatalf("a cancelled task: %v", err)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		if _, err := c.CallTool(callCtx, "blocktask", map[string]any{}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("CallTool past its context: %v", err)
+		}
+	})
 }

@@ -83,7 +83,7 @@ type progressArgs struct {
 // a prompt.
 func newFixture() *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "fixture", Version: "1.0.0"},
-		&mcp.ServerOptions{PageSize: 2, Instructions: "use echo"})
+		&mcp.ServerOptions{PageSize: 2, Instructions: "use echo", TaskPollInterval: 20 * time.Millisecond})
 	echoSchema := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
 		"text":   {Type: "string"},
 		"region": {Type: "string", Extra: map[string]any{"x-mcp-header": "Region"}},
@@ -176,6 +176,31 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult("survived"), nil
 		})
+	// Tasks (io.modelcontextprotocol/tasks): under 2026-07-28 these calls become tasks.
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Answer after a moment, as a task when the client can."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			id, _ := req.InTask()
+			return mcp.TextResult(fmt.Sprintf("slow done (task %v)", id != "")), nil
+		}, mcp.AsTask(mcp.TaskOptional))
+	mcp.AddTool(s, &mcp.Tool{Name: "asktask", Description: "Ask the user's name from a task."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			who, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, err
+			}
+			return mcp.TextResult(fmt.Sprintf("task asked %v", who.Content["name"])), nil
+		}, mcp.AsTask(mcp.TaskOptional))
+	mcp.AddTool(s, &mcp.Tool{Name: "blocktask", Description: "Wait until cancelled, as a task."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, mcp.AsTask(mcp.TaskOptional))
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 			URI string `json:"uri"`

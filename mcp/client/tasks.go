@@ -16,10 +16,6 @@ import (
 // then waits for the task as if the call had lasted that long; StartTool hands the task
 // over instead, for a caller that wants to poll it itself, or leave it running.
 
-// extensionTasks is the extension's identifier, declared under the client's
-// capabilities.extensions.
-const extensionTasks = "io.modelcontextprotocol/tasks"
-
 // Task is a tool call the server runs as a task. Its fields are what the server said of it
 // last: Refresh asks again.
 type Task struct {
