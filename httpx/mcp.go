@@ -177,32 +177,30 @@ func (h *MCPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.door.
 func (h *MCPHandler) route(path string) (string, bool) { return "", path == h.path }
 
 // calls lists the requests of a body, one message or a batch (the initialize generation),
-// with the name of the tool or prompt, or the URI of the resource, each calls.
+// with the name of the tool or prompt, or the URI of the resource, each calls. It reads
+// them with the parser dispatch uses (exact keys, the first of duplicates), so that what is
+// authorized is what runs.
 func (h *MCPHandler) calls(_ string, body []byte) []Call {
-	type msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
+	if !jsonrpc.Valid(body) {
+		return nil
 	}
-	var ms []msg
-	if err := json.Unmarshal(body, &ms); err != nil {
-		var m msg
-		if json.Unmarshal(body, &m) != nil {
-			return nil
+	frames := [][]byte{body}
+	if jsonrpc.IsBatch(body) {
+		frames, _ = jsonrpc.SplitBatch(body)
+	}
+	out := make([]Call, 0, len(frames))
+	for _, f := range frames {
+		m, err := jsonrpc.Decode(f)
+		if err != nil || m.Method == "" {
+			continue // never dispatched: answered as malformed
 		}
-		ms = []msg{m}
-	}
-	out := make([]Call, 0, len(ms))
-	for _, m := range ms {
-		name := m.Params.Name
+		key := "name"
 		if m.Method == "resources/read" {
-			name = m.Params.URI
+			key = "uri"
 		}
-		if m.Method != "" {
-			out = append(out, Call{Method: m.Method, Name: name})
-		}
+		var name string
+		json.Unmarshal(jsonrpc.Field(m.Params, key), &name)
+		out = append(out, Call{Method: m.Method, Name: name})
 	}
 	return out
 }

@@ -336,6 +336,19 @@ func TestTokenVerifier_ScopesByMethodAndTool(t *testing.T) {
 	if r := call("read identity", "whoami"); r.status != 200 {
 		t.Fatalf("whoami with read identity: %s", r)
 	}
+	// The members the authorizer reads are those dispatch reads: exact keys, the first of
+	// duplicates. A key in other case, or a second name, does not smuggle whoami past it.
+	_, hdr := modernCall(7, "tools/call", map[string]any{"name": "whoami"})
+	tok := is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": "read"})
+	metaJSON := string(must(json.Marshal(meta())))
+	for _, smuggle := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","METHOD":"ping","params":{"name":"whoami","_meta":` + metaJSON + `}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","Name":"echo","_meta":` + metaJSON + `}}`,
+	} {
+		if r := f.post([]byte(smuggle), append(hdr, "Authorization", "Bearer "+tok)...); r.status != 403 {
+			t.Errorf("whoami smuggled in a body with look-alike keys: %s\n%s", r, smuggle)
+		}
+	}
 	rh := httpx.NewRCPHandler(rcpServer(nil), &httpx.RCPOptions{Logger: zap.NewNop(), Authenticator: v.Authenticate, Authorizer: v.Authorize})
 	srv := httptest.NewServer(rh)
 	defer func() { srv.Close(); rh.Close(); http.DefaultClient.CloseIdleConnections() }()
@@ -345,4 +358,28 @@ func TestTokenVerifier_ScopesByMethodAndTool(t *testing.T) {
 	if status, _ := rcpPing(t, srv.URL, "Bearer "+is.token(t, jwt.SigningMethodRS256, "rsa1", jwt.MapClaims{"scope": "read health"})); status != 200 {
 		t.Fatalf("RCP ping with health: %d", status)
 	}
+	// A batch posted to the base path is checked member by member, and a notification
+	// posted to another method's URL by its own method.
+	for _, c := range []struct{ path, body string }{
+		{"/rcp", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`},
+		{"/rcp/initialize", `{"jsonrpc":"2.0","method":"ping"}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+is.token(t, jwt.SigningMethodRS256, "rsa1", nil))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Fatalf("RCP %s %s without health: %d, want 403", c.path, c.body, resp.StatusCode)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

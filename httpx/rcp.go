@@ -116,12 +116,31 @@ func (h *RCPHandler) route(path string) (string, bool) {
 	return strings.TrimPrefix(method, "/"), true
 }
 
-// calls: the method the path names (RCP/1 §5.1: one method per POST).
-func (h *RCPHandler) calls(target string, _ []byte) []Call {
-	if target == "" {
+// calls: the method the path names (RCP/1 §5.1: one method per POST) and, should the body
+// name another (a notification, which prepare lets through), that one too; for a batch
+// posted to the base path, the method of each member.
+func (h *RCPHandler) calls(target string, body []byte) []Call {
+	if !jsonrpc.Valid(body) {
 		return nil
 	}
-	return []Call{{Method: target}}
+	if target != "" {
+		out := []Call{{Method: target}}
+		if m, err := jsonrpc.Decode(body); err == nil && m.Method != "" && m.Method != target {
+			out = append(out, Call{Method: m.Method})
+		}
+		return out
+	}
+	members, err := jsonrpc.SplitBatch(body)
+	if err != nil {
+		return nil // not a batch: refused at the base path
+	}
+	out := make([]Call, 0, len(members))
+	for _, f := range members {
+		if m, err := jsonrpc.Decode(f); err == nil && m.Method != "" {
+			out = append(out, Call{Method: m.Method})
+		}
+	}
+	return out
 }
 
 // refusal: a JSON-RPC error with id null (RCP/1 §4), with the code that is the HTTP status's
