@@ -170,6 +170,11 @@ func (o *OAuth) roundTripper(base http.RoundTripper, mcpURL string) *oauthRoundT
 }
 
 func (rt *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !sameOrigin(req.URL, rt.mcp) {
+		// The token is for the MCP endpoint: a request elsewhere (a redirect's, say)
+		// goes without it, and its 401 starts no authorization.
+		return rt.base.RoundTrip(req)
+	}
 	ctx := req.Context()
 	nonceRetried := false
 	for round := 0; ; {
@@ -230,6 +235,30 @@ func (rt *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 			return nil, err
 		}
 	}
+}
+
+// sameOrigin reports whether u has the origin (scheme, host and port) of the URL ref.
+func sameOrigin(u *url.URL, ref string) bool {
+	r, err := url.Parse(ref)
+	if err != nil || u == nil {
+		return false
+	}
+	return strings.EqualFold(u.Scheme, r.Scheme) && strings.EqualFold(u.Hostname(), r.Hostname()) &&
+		originPort(u) == originPort(r)
+}
+
+// originPort is u's port, its scheme's default when unsaid.
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
 }
 
 func drain(resp *http.Response) {

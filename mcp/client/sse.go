@@ -79,6 +79,11 @@ func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
 				end()
 				return nil, fmt.Errorf("mcp/client: the HTTP+SSE endpoint %q: %w", data, err)
 			}
+			if !sameOrigin(endpoint, t.URL) {
+				resp.Body.Close()
+				end()
+				return nil, fmt.Errorf("mcp/client: the HTTP+SSE endpoint %s is on another origin than %s: refusing to send messages there", endpoint, t.URL)
+			}
 		}
 	}
 	if !stop() { // ctx ended while the endpoint arrived
