@@ -126,6 +126,7 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 	v := &TokenVerifier{o: o, jwksURI: meta.JWKSURI, introspection: meta.IntrospectionEndpoint, seen: map[string]introspected{}}
 	if v.jwksURI != "" {
 		v.fetchMu.Lock()
+		v.fetchedAt = time.Now()
 		err := v.fetchKeys(ctx)
 		v.fetchMu.Unlock()
 		if err != nil {
@@ -182,7 +183,6 @@ func (v *TokenVerifier) fetchKeys(ctx context.Context) error {
 		}
 	}
 	v.keys.Store(&keys)
-	v.fetchedAt = time.Now()
 	return nil
 }
 
@@ -200,7 +200,13 @@ func (v *TokenVerifier) key(ctx context.Context, kid string) (crypto.PublicKey, 
 	v.fetchMu.Lock()
 	defer v.fetchMu.Unlock()
 	if time.Since(v.fetchedAt) >= keyRefreshEvery {
-		if err := v.fetchKeys(ctx); err != nil {
+		// Counted before it is tried, so that an issuer that is down is asked at most once a
+		// minute too; on a context of its own, bounded, as requests wait on this lock.
+		v.fetchedAt = time.Now()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := v.fetchKeys(fctx)
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 	}
