@@ -68,6 +68,9 @@ func (rt *oauthRoundTripper) discover(ctx context.Context, ch map[string]string)
 	}
 	var prm *prmMetadata
 	for _, c := range candidates {
+		if err := requireHTTPS("the protected resource metadata", c); err != nil {
+			return nil, nil, err
+		}
 		var m prmMetadata
 		ok, err := rt.getJSON(ctx, c, &m)
 		if err != nil {
@@ -120,6 +123,9 @@ func (rt *oauthRoundTripper) asMetadata(ctx context.Context, issuer string) (*as
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, authErrorf("the authorization server %q is not an absolute URL", issuer)
 	}
+	if err := requireHTTPS("the authorization server", issuer); err != nil {
+		return nil, err
+	}
 	origin := u.Scheme + "://" + u.Host
 	p := strings.TrimSuffix(u.EscapedPath(), "/")
 	var candidates []string
@@ -144,6 +150,15 @@ func (rt *oauthRoundTripper) asMetadata(ctx context.Context, issuer string) (*as
 		}
 		if m.AuthorizationEndpoint == "" || m.TokenEndpoint == "" {
 			return nil, authErrorf("the metadata at %s lacks the authorization or token endpoint", c)
+		}
+		for _, e := range []struct{ what, u string }{{"authorization endpoint", m.AuthorizationEndpoint},
+			{"token endpoint", m.TokenEndpoint}, {"registration endpoint", m.RegistrationEndpoint}} {
+			if e.u == "" {
+				continue
+			}
+			if err := requireHTTPS("the "+e.what+" of "+issuer, e.u); err != nil {
+				return nil, err
+			}
 		}
 		return &m, nil
 	}
@@ -285,8 +300,25 @@ func (rt *oauthRoundTripper) registerDynamically(ctx context.Context, as *asMeta
 	return registration{id: got.ClientID, secret: got.ClientSecret, method: method}, nil
 }
 
+// requireHTTPS refuses u, what's URL, unless it is https, or http on a loopback host
+// (OAuth 2.1 §1.5: authorization servers and their endpoints are reached over TLS).
+func requireHTTPS(what, u string) error {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return authErrorf("%s %q is not an absolute URL", what, u)
+	}
+	switch {
+	case strings.EqualFold(p.Scheme, "https"):
+		return nil
+	case strings.EqualFold(p.Scheme, "http") && isLoopback(p.Hostname()):
+		return nil
+	}
+	return authErrorf("%s %s is not https (http is allowed only on a loopback host): refusing to use it", what, u)
+}
+
+// isLoopback reports whether host is localhost or a loopback address (127.0.0.0/8, ::1).
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
