@@ -37,7 +37,9 @@ import (
 type OAuth struct {
 	// ClientID and ClientSecret are credentials registered with the authorization server
 	// beforehand; when ClientID is set neither a metadata document nor dynamic
-	// registration is used. Issuer, when set, restricts them to that authorization server.
+	// registration is used. Issuer, when set, restricts them to that authorization server:
+	// a confidential client (ClientSecret, PrivateKey, a Grant) should set it, since
+	// otherwise its credentials go to whichever authorization server the MCP server names.
 	ClientID, ClientSecret, Issuer string
 	// ClientMetadataURL is the HTTPS URL of this client's client ID metadata document,
 	// used as its client_id by authorization servers that advertise

@@ -91,6 +91,9 @@ func EnterpriseManaged(idp IdentityProvider) Grant { return enterpriseGrant{idp:
 type enterpriseGrant struct{ idp IdentityProvider }
 
 func (e enterpriseGrant) token(ctx context.Context, g *grantRequest) (*oauth2.Token, error) {
+	if err := g.pinned(); err != nil {
+		return nil, err
+	}
 	if e.idp.IDToken == nil || e.idp.TokenURL == "" {
 		return nil, authErrorf("enterprise-managed authorization needs the identity provider's TokenURL and IDToken")
 	}
@@ -113,12 +116,24 @@ func (e enterpriseGrant) token(ctx context.Context, g *grantRequest) (*oauth2.To
 	return g.post(ctx, g.as.TokenEndpoint, grantJWTBearer, url.Values{"assertion": {jag.AccessToken}})
 }
 
+// pinned refuses an authorization server other than OAuth.Issuer, when set, before the
+// client's credentials are sent to it.
+func (g *grantRequest) pinned() error {
+	if iss := g.rt.o.Issuer; iss != "" && g.as.Issuer != iss {
+		return authErrorf("the server names authorization server %s, not OAuth.Issuer %s: refusing to send the client's credentials there", g.as.Issuer, iss)
+	}
+	return nil
+}
+
 // post asks tokenURL for a token with grantType and params, the client authenticated as
 // OAuth says and the resource named.
 func (g *grantRequest) post(ctx context.Context, tokenURL, grantType string, params url.Values) (*oauth2.Token, error) {
 	o := g.rt.o
 	if o.ClientID == "" {
 		return nil, authErrorf("a grant without a user needs OAuth.ClientID")
+	}
+	if err := g.pinned(); err != nil {
+		return nil, err
 	}
 	params.Set("grant_type", grantType)
 	if g.resource != "" {

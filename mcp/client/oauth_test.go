@@ -395,3 +395,32 @@ func TestOAuth_TokenStoreReused(t *testing.T) {
 		t.Fatalf("the store holds %+v for %s", tok, a.mcpURL)
 	}
 }
+
+// OAuth.Issuer pins a confidential client's authorization server: the MCP server naming
+// another one gets no grant request, so the secret goes nowhere.
+func TestOAuth_IssuerPinsCredentials(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAuthServer(t, nil)
+	var tokenReqs int
+	a.as.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			a.mu.Lock()
+			tokenReqs++
+			a.mu.Unlock()
+		}
+		a.serveAS(w, r)
+	})
+	tr := client.HTTP(a.mcpURL)
+	tr.OAuth = &client.OAuth{ClientID: "svc", ClientSecret: "s3cret", Issuer: "https://as.relay.example",
+		Grant: client.ClientCredentials()}
+	_, err := client.Connect(ctx, tr)
+	if !errors.Is(err, client.ErrAuthorization) || !strings.Contains(err.Error(), "https://as.relay.example") {
+		t.Fatalf("Connect: %v, want ErrAuthorization naming the pinned issuer", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if tokenReqs != 0 {
+		t.Fatalf("the credentials went to %s's token endpoint %d times", a.issuer, tokenReqs)
+	}
+}
