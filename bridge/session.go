@@ -224,10 +224,17 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 		}
 		var clientTaskID json.RawMessage // the client's name for the task, put back in the answer
 		if taskMethods[rt.Method] && !stripMeta {
-			if inner, owner := s.b.unpinTask(ctx, jsonrpc.Field(params, "taskId")); owner != nil {
+			inner, owner := s.b.unpinTask(ctx, jsonrpc.Field(params, "taskId"))
+			switch {
+			case owner != nil:
 				clientTaskID = jsonrpc.Field(params, "taskId")
 				params, c = jsonrpc.SetMember(params, "taskId", inner), owner // back to the child running it
+			case declaresTasks(params):
+				// Not an id the bridge issued to this caller: never passed on, since the
+				// child's own ids, which it sees through, name tasks of every caller.
+				return nil, errNoTask(jsonrpc.Field(params, "taskId"))
 			}
+			// Without the extension the child refuses the method (-32021) before any id.
 		}
 		var taskNames map[string]string // a listen's tasks: the child's ids, to the client's
 		if rt.Method == "subscriptions/listen" && !stripMeta {

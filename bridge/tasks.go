@@ -55,9 +55,23 @@ func (b *Bridge) pinTask(ctx context.Context, res json.RawMessage, child int) js
 	return jsonrpc.SetMember(res, "taskId", mustJSON(out))
 }
 
+// errNoTask answers a task id the bridge did not issue to this caller as the server answers
+// an id that never existed: another caller's task is not told apart from none.
+func errNoTask(raw json.RawMessage) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("Invalid params: no task %s for this caller: it never existed, has expired, or was made by another; call the tool again", raw)}
+}
+
+// declaresTasks reports whether a 2026-07-28 request declares the tasks extension in its
+// _meta's client capabilities.
+func declaresTasks(params json.RawMessage) bool {
+	caps := jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaClientCapabilities)
+	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), mcp.ExtensionTasks)
+	return v != nil && string(v) != "null" && string(v) != "false"
+}
+
 // unpinTask reads a client's task id: the child's own id and the child, when the bridge
-// issued it to this caller; otherwise nil, and the request goes on as it is (to be refused by
-// whichever child gets it, with the error a task unknown there gets).
+// issued it to this caller; otherwise nil, and the request is refused (errNoTask).
 func (b *Bridge) unpinTask(ctx context.Context, raw json.RawMessage) (json.RawMessage, *childConn) {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
@@ -105,7 +119,10 @@ func (b *Bridge) unpinListen(ctx context.Context, params json.RawMessage, c *chi
 		}
 	}
 	if best == nil {
-		return params, c, nil
+		// None of them is the bridge's for this caller: the listen follows no task, rather
+		// than passing ids on that a child would take for its own.
+		notifications = jsonrpc.SetMember(notifications, "taskIds", json.RawMessage("[]"))
+		return jsonrpc.SetMember(params, "notifications", notifications), c, nil
 	}
 	names := byChild[best]
 	inner := make([]string, 0, len(names))

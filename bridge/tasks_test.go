@@ -106,9 +106,16 @@ func TestTasksFollowTheirIDToTheChildAndTheirCaller(t *testing.T) {
 		if task.TaskID != id || task.Status != "completed" || !strings.Contains(string(task.Result), `"text":"`) {
 			t.Errorf("task %s: %+v %s", id, task, task.Result)
 		}
-		// Another principal holding the id reaches no task.
+		// Another principal holding the id reaches no task, nor with the child's own id,
+		// which the bridge's id shows: the children see one caller, the bridge.
 		if rep, err := bob.callCaps(ctx, 200+i, "tasks/get", map[string]any{"taskId": id}, tasksCaps); err != nil || rep.Error == nil || rep.Error.Code != -32602 {
 			t.Errorf("bob's tasks/get of alice's task %s: %v %v", id, rep, err)
+		}
+		inner := id[strings.LastIndex(id, ".")+1:]
+		for _, method := range []string{"tasks/get", "tasks/cancel"} {
+			if rep, err := bob.callCaps(ctx, 250+i, method, map[string]any{"taskId": inner}, tasksCaps); err != nil || rep.Error == nil || rep.Error.Code != -32602 {
+				t.Errorf("bob's %s of the child's own id %s: %v %v", method, inner, rep, err)
+			}
 		}
 	}
 	if len(children) != 2 {
