@@ -436,9 +436,8 @@ func (r registration) config(as *asMetadata, redirect string, scopes []string) *
 
 // refresh trades tok's refresh token for a new token, naming the resource (RFC 8707 §2.2).
 func (rt *oauthRoundTripper) refresh(ctx context.Context, st *authState, tok *oauth2.Token) (*oauth2.Token, error) {
-	rt.o.mu.Lock()
-	reg, ok := rt.o.clients[st.as.Issuer]
-	rt.o.mu.Unlock()
+	// The credentials the flow used: pre-registered ones are never kept in clients.
+	reg, ok := rt.o.known(st.as)
 	if !ok {
 		return nil, authErrorf("no registration at %s to refresh with", st.as.Issuer)
 	}

@@ -209,19 +209,7 @@ func (rt *oauthRoundTripper) getJSON(ctx context.Context, u string, v any) (bool
 // by issuer, never carried to another authorization server.
 func (rt *oauthRoundTripper) register(ctx context.Context, as *asMetadata, scopes []string) (registration, error) {
 	o := rt.o
-	if o.ClientID != "" && (o.Issuer == "" || o.Issuer == as.Issuer) {
-		method := "none"
-		if o.ClientSecret != "" {
-			method = "client_secret_basic"
-			if len(as.TokenEndpointAuthMethods) > 0 && !slices.Contains(as.TokenEndpointAuthMethods, method) {
-				method = "client_secret_post"
-			}
-		}
-		return registration{id: o.ClientID, secret: o.ClientSecret, method: method}, nil
-	}
-	o.mu.Lock()
-	reg, ok := o.clients[as.Issuer]
-	o.mu.Unlock()
+	reg, ok := o.known(as)
 	if ok {
 		return reg, nil
 	}
@@ -243,6 +231,26 @@ func (rt *oauthRoundTripper) register(ctx context.Context, as *asMetadata, scope
 	o.clients[as.Issuer] = reg
 	o.mu.Unlock()
 	return reg, nil
+}
+
+// known returns the registration the client already has at as, without registering: the
+// pre-registered credentials when they are for as, else the one kept from an earlier
+// registration.
+func (o *OAuth) known(as *asMetadata) (registration, bool) {
+	if o.ClientID != "" && (o.Issuer == "" || o.Issuer == as.Issuer) {
+		method := "none"
+		if o.ClientSecret != "" {
+			method = "client_secret_basic"
+			if len(as.TokenEndpointAuthMethods) > 0 && !slices.Contains(as.TokenEndpointAuthMethods, method) {
+				method = "client_secret_post"
+			}
+		}
+		return registration{id: o.ClientID, secret: o.ClientSecret, method: method}, true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	reg, ok := o.clients[as.Issuer]
+	return reg, ok
 }
 
 func (rt *oauthRoundTripper) registerDynamically(ctx context.Context, as *asMetadata, scopes []string) (registration, error) {

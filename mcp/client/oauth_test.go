@@ -424,3 +424,35 @@ func TestOAuth_IssuerPinsCredentials(t *testing.T) {
 		t.Fatalf("the credentials went to %s's token endpoint %d times", a.issuer, tokenReqs)
 	}
 }
+
+// A pre-registered client's expired token is refreshed too, with its client ID, with no new
+// authorization.
+func TestOAuth_RefreshPreRegistered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAuthServer(t, func(a *authServer) { a.ttl, a.refresh = 5, true })
+	tr := a.transport(t)
+	tr.OAuth.ClientID = "pre"
+	c, err := client.Connect(ctx, tr, client.WithVersion(mcp.Version20251125))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var refreshes int
+	for _, f := range a.tokenReqs {
+		if f.Get("grant_type") == "refresh_token" {
+			refreshes++
+			if f.Get("client_id") != "pre" {
+				t.Errorf("refresh as client %q, want pre", f.Get("client_id"))
+			}
+		}
+	}
+	if len(a.authorized) != 1 || refreshes == 0 {
+		t.Fatalf("%d authorizations and %d refreshes, want 1 and some", len(a.authorized), refreshes)
+	}
+}
