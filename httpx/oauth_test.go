@@ -67,7 +67,8 @@ func newIssuer(t *testing.T) *issuer {
 		}
 		json.NewEncoder(w).Encode(answer)
 	})
-	is.srv = httptest.NewServer(mux)
+	is.srv = httptest.NewUnstartedServer(mux) // set before it serves: the handlers read it
+	is.srv.Start()
 	t.Cleanup(is.srv.Close)
 	return is
 }

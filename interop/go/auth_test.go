@@ -41,7 +41,8 @@ func newTestIssuer(t *testing.T) *testIssuer {
 		json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]any{"kty": "RSA", "kid": "k1", "use": "sig",
 			"n": b64(is.key.N.Bytes()), "e": b64(big.NewInt(int64(is.key.E)).Bytes())}}})
 	})
-	is.srv = httptest.NewServer(mux)
+	is.srv = httptest.NewUnstartedServer(mux) // set before it serves: the handlers read it
+	is.srv.Start()
 	t.Cleanup(is.srv.Close)
 	return is
 }
