@@ -225,9 +225,6 @@ func DecodeSamplingContent(raw json.RawMessage) ([]SamplingContent, error) {
 	for i, it := range items {
 		var w struct {
 			Type              string            `json:"type"`
-			Text              string            `json:"text"`
-			Data              []byte            `json:"data"`
-			MimeType          string            `json:"mimeType"`
 			ID                string            `json:"id"`
 			Name              string            `json:"name"`
 			Input             json.RawMessage   `json:"input"`
@@ -235,19 +232,18 @@ func DecodeSamplingContent(raw json.RawMessage) ([]SamplingContent, error) {
 			Content           []json.RawMessage `json:"content"`
 			StructuredContent any               `json:"structuredContent"`
 			IsError           bool              `json:"isError"`
-			Annotations       *Annotations      `json:"annotations"`
 			Meta              map[string]any    `json:"_meta"`
 		}
 		if err := json.Unmarshal(it, &w); err != nil {
 			return nil, fmt.Errorf("mcp: sampling content block %d is malformed: %w", i, err)
 		}
 		switch w.Type {
-		case "text":
-			out = append(out, &TextContent{Text: w.Text, Annotations: w.Annotations, Meta: w.Meta})
-		case "image":
-			out = append(out, &ImageContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta})
-		case "audio":
-			out = append(out, &AudioContent{Data: w.Data, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta})
+		case "text", "image", "audio": // the content blocks sampling shares with tool results
+			c, err := decodeContent(it)
+			if err != nil {
+				return nil, fmt.Errorf("mcp: sampling content block %d: %w", i, err)
+			}
+			out = append(out, c.(SamplingContent))
 		case "tool_use":
 			out = append(out, &ToolUseContent{ID: w.ID, Name: w.Name, Input: w.Input, Meta: w.Meta})
 		case "tool_result":
