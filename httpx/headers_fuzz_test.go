@@ -35,6 +35,7 @@ func FuzzMirroredHeaders(f *testing.F) {
 	f.Add("tools/call", "t", []byte(`{"opts":{"count":9007199254740993}}`), "2026-07-28", "tools/call", "t", "", "9007199254740992", "", uint8(0x17), uint8(0))
 	f.Add("tools/call", "t", []byte(`{"opts":{"count":42}}`), "2026-07-28", "tools/call", "t", "", "0x2Ap0", "", uint8(0x17), uint8(0))
 	f.Add("tools/call", "t", []byte(`{"opts":{"count":42}}`), "2026-07-28", "tools/call", "t", "", "+42", "", uint8(0x17), uint8(0))
+	f.Add("tools/call", "t", []byte(`{"opts":{"count":0E0000}}`), "2026-07-28", "tools/call", "t", "", "0", "", uint8(0x17), uint8(0)) // an exponent's leading zeros are not its size
 	f.Add("tools/call", "t", []byte(`{"region":"a\tb"}`), "2026-07-28", "tools/call", "t", "a\tb", "", "", uint8(0x0f), uint8(0))
 	f.Add("tools/call", "t", []byte(`{"region":null,"dry":false}`), "2026-07-28", "tools/call", "t", "x", "", "false", uint8(0x2f), uint8(0))
 	f.Add("resources/read", "mem://notes/one", []byte(`{}`), "2026-07-28", "resources/read", "mem://notes/one", "", "", "", uint8(0x07), uint8(0))

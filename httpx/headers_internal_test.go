@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/relayrt/relay/jsonrpc"
@@ -28,6 +29,14 @@ func TestHeaderMatches_DIGEST_A13(t *testing.T) {
 		{"integers are decimal: no hexadecimal", "integer", "0x2Ap0", `42`, false},
 		{"integers are decimal: no Inf", "integer", "Inf", `1e999`, false},
 		{"a huge exponent is refused, not computed", "integer", "1e999999999", `1e999999999`, false},
+		{"beyond float64's range is refused", "integer", "1e400", `1e400`, false},
+		{"an exponent's leading zeros are not its size", "integer", "0", `0E0000`, true},
+		{"zero is zero whatever its exponent", "integer", "0", `-0.000e99999999999`, true},
+		{"an exponent reads with the fraction", "integer", "42", `420e-1`, true},
+		{"a long body of zeros is read without a bound on its length", "integer", "1" + strings.Repeat("0", 10),
+			"0." + strings.Repeat("0", 80) + "1e91", true},
+		{"trailing zeros are a power of ten, not digits", "integer", "4200", `42e2`, true},
+		{"negatives keep their sign", "integer", "-42", `42`, false},
 		{"a value with a control character is sent base64", "string", "a\tb", `"a\tb"`, false},
 		{"the same value base64", "string", "=?base64?YQliCg==?=", `"a\tb\n"`, true},
 		{"a value with a space at either end is sent base64", "string", " a", `" a"`, false},

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"slices"
 	"strconv"
@@ -426,27 +425,62 @@ func headerMatches(typ, header string, value json.RawMessage) bool {
 	return false
 }
 
-// sameNumber compares a mirrored number with the argument exactly: 42 equals 42.0, but
-// 9007199254740993 does not equal 9007199254740992 as it would in float64. Both must be
-// decimal JSON numbers (not "+42", "0x2Ap0" or "Inf") of at most 64 bytes with an exponent
-// of at most three digits: no integer a header mirrors (within ±(2^53−1)) needs more, and a
-// huge one would cost time.
+// sameNumber compares a mirrored number with the argument exactly: 42 equals 42.0, 4.2e1 and
+// 0420e-1, but 9007199254740993 does not equal 9007199254740992 as it would in float64. Both
+// must be decimal JSON numbers (not "+42", "0x2Ap0" or "Inf") within float64's range, as
+// every integer a header mirrors (within ±(2^53−1)) is; zero is zero whatever its exponent.
 func sameNumber(header string, value []byte) bool {
 	a, okA := decimalNumber([]byte(header))
 	b, okB := decimalNumber(value)
-	return okA && okB && a.Cmp(b) == 0
+	return okA && okB && a == b
 }
 
-// decimalNumber reads a decimal JSON number within the bounds sameNumber states.
-func decimalNumber(s []byte) (*big.Rat, bool) {
-	if len(s) == 0 || len(s) > 64 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) ||
+// decimal is a number as sign, significant digits (no leading or trailing zeros) and a power
+// of ten: two decimals are equal exactly when their numbers are. Zero is the zero decimal.
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// decimalNumber reads a decimal JSON number in time linear in its length, whatever its
+// exponent: the digits are never expanded.
+func decimalNumber(s []byte) (decimal, bool) {
+	if len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) ||
 		bytes.ContainsAny(s, " \t\r\n") || !json.Valid(s) { // a JSON value that starts so is a number
-		return nil, false
+		return decimal{}, false
 	}
-	if i := bytes.IndexAny(s, "eE"); i >= 0 && len(bytes.TrimLeft(s[i+1:], "+-")) > 3 {
-		return nil, false
+	var d decimal
+	d.neg = s[0] == '-'
+	s = bytes.TrimPrefix(s, []byte("-"))
+	mant, e, hasExp := bytes.Cut(s, []byte("e"))
+	if !hasExp {
+		mant, e, hasExp = bytes.Cut(s, []byte("E"))
 	}
-	return new(big.Rat).SetString(string(s))
+	intPart, frac, _ := bytes.Cut(mant, []byte("."))
+	digits := bytes.TrimLeft(append(append([]byte(nil), intPart...), frac...), "0")
+	trimmed := bytes.TrimRight(digits, "0")
+	if len(trimmed) == 0 {
+		return decimal{}, true // zero, whatever its sign and exponent
+	}
+	if hasExp {
+		negExp := e[0] == '-'
+		e = bytes.TrimLeft(bytes.TrimLeft(e, "+-"), "0")
+		if len(e) > 4 { // beyond the range below, and Atoi cannot overflow
+			return decimal{}, false
+		}
+		n, _ := strconv.Atoi("0" + string(e))
+		if negExp {
+			n = -n
+		}
+		d.exp = n
+	}
+	d.exp += len(digits) - len(trimmed) - len(frac)
+	d.digits = string(trimmed)
+	if magnitude := d.exp + len(trimmed); magnitude > 309 || magnitude < -324 { // float64's range
+		return decimal{}, false
+	}
+	return d, true
 }
 
 // decodeHeaderValue undoes the =?base64?…?= form of mirrored header values (both markers,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,8 @@ func (c *Client) keepTools(items []json.RawMessage) []json.RawMessage {
 
 // paramHeaders returns the Mcp-Param-* headers of a call's arguments: a string as it is
 // (or encoded), an integer in decimal, a boolean as true or false; an absent or null value
-// has no header.
+// has no header. An integer that float64 cannot hold exactly is sent as written: the server
+// compares numbers exactly.
 func paramHeaders(hp []mcp.HeaderParam, args json.RawMessage) map[string]string {
 	if len(hp) == 0 {
 		return nil
@@ -57,7 +59,7 @@ func paramHeaders(hp []mcp.HeaderParam, args json.RawMessage) map[string]string 
 		case json.Number:
 			if i, err := x.Int64(); err == nil {
 				out["Mcp-Param-"+p.Header] = strconv.FormatInt(i, 10)
-			} else if f, err := x.Float64(); err == nil && f == float64(int64(f)) {
+			} else if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 { // exact in float64
 				out["Mcp-Param-"+p.Header] = strconv.FormatInt(int64(f), 10)
 			} else {
 				out["Mcp-Param-"+p.Header] = x.String()
