@@ -1,15 +1,14 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +28,21 @@ type HTTPTransport struct {
 	Header http.Header
 	// OAuth, when set, authorizes the requests with OAuth 2.1 once the server answers 401.
 	OAuth *OAuth
+	// MaxMessage is the largest message read from the server, a JSON body or one event of
+	// an event stream (DefaultMaxMessage if <= 0). A larger one is refused before it is
+	// read whole: the call fails with an error wrapping ErrMessageTooLarge.
+	MaxMessage int
+}
+
+// DefaultMaxMessage is the largest message an HTTPTransport reads unless told otherwise.
+const DefaultMaxMessage = 64 << 20
+
+// maxMessage is t.MaxMessage, or its default.
+func (t *HTTPTransport) maxMessage() int {
+	if t.MaxMessage > 0 {
+		return t.MaxMessage
+	}
+	return DefaultMaxMessage
 }
 
 // HTTP returns a transport to the endpoint url.
@@ -185,9 +199,14 @@ func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
 		return h.readEvents(ctx, resp.Body, r)
 	case ct == "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		max := h.t.maxMessage()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
 		if err != nil {
 			return nil, err
+		}
+		if len(body) > max {
+			return nil, fmt.Errorf("%w: a JSON answer of more than %d bytes; raise HTTPTransport.MaxMessage if the server's messages are this large",
+				ErrMessageTooLarge, max)
 		}
 		m, derr := jsonrpc.Decode(body)
 		if derr == nil && m.Kind == jsonrpc.KindResponse {
@@ -248,41 +267,25 @@ func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) 
 }
 
 // events reads one stream; done reports that the answer (or an error answer) was read.
+// lastID and retry are the stream's last event id and reconnection time, carried from
+// stream to stream. An event over the transport's MaxMessage ends the stream with an error
+// wrapping ErrMessageTooLarge; any other end of the stream is no error.
 func (h *httpConn) events(ctx context.Context, body io.Reader, r *outgoing, lastID *string, retry *time.Duration) (res json.RawMessage, done bool, err error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data []byte
+	sr := newSSEReader(body, h.t.maxMessage())
+	sr.lastID, sr.retry = *lastID, *retry
+	defer func() { *lastID, *retry = sr.lastID, sr.retry }()
 	for {
-		line, rerr := br.ReadBytes('\n')
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 && (rerr == nil || len(data) > 0) {
-			if len(data) > 0 {
-				res, done, err = h.event(ctx, data, r)
-				data = data[:0]
-				if done || err != nil {
-					return res, done, err
-				}
-			}
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-		case "id":
-			*lastID = string(value)
-		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
-				*retry = time.Duration(ms) * time.Millisecond
-			}
-		}
-		if rerr != nil {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
+		_, data, rerr := sr.next()
+		switch {
+		case errors.Is(rerr, ErrMessageTooLarge):
+			return nil, false, fmt.Errorf("mcp/client: reading an event stream: %w", rerr)
+		case rerr != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case rerr != nil:
 			return nil, false, nil
+		}
+		if res, done, err = h.event(ctx, data, r); done || err != nil {
+			return res, done, err
 		}
 	}
 }
@@ -413,8 +416,11 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 		for failures := 0; !gone && failures < 10; {
 			if resp != nil {
 				failures = 0
-				h.events(h.closed, resp.Body, r, &lastID, &retry)
+				_, _, err := h.events(h.closed, resp.Body, r, &lastID, &retry)
 				resp.Body.Close()
+				if errors.Is(err, ErrMessageTooLarge) {
+					return // resuming would bring the same event again
+				}
 			} else {
 				failures++ // the network: try again
 			}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type stream struct {
 	once    sync.Once
 	stop    func() error  // after out is closed: ends the peer, waits for the reader and writer
 	done    chan struct{} // closed when the router returned
+	// cause is why the reader ended, when the peer did not simply go away: the reader sets
+	// it before it closes frames, the router reads it after.
+	cause error
 
 	in        *inbox
 	serving   sync.WaitGroup     // the goroutines answering the server's requests
@@ -156,8 +160,12 @@ func (s *stream) route(frames <-chan []byte) {
 		case f, ok := <-frames:
 			if !ok {
 				close(s.gone)
+				err := ErrClosed
+				if s.cause != nil {
+					err = fmt.Errorf("%w: %w", ErrClosed, s.cause)
+				}
 				for _, c := range calls {
-					c.reply <- streamReply{err: ErrClosed}
+					c.reply <- streamReply{err: err}
 				}
 				for _, end := range serving {
 					end()
