@@ -103,8 +103,10 @@ func (rt *oauthRoundTripper) discover(ctx context.Context, ch map[string]string)
 			return nil, nil, authErrorf("authorization server %s publishes no metadata (RFC 8414 or OpenID discovery)", issuer)
 		}
 		// MCP 2025-03-26, Authorization › Fallbacks: default endpoints at the origin.
+		// That revision requires PKCE of every client and authorization server, so this one,
+		// which publishes no metadata to say so, supports S256.
 		as = &asMetadata{Issuer: issuer, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
-			RegistrationEndpoint: origin + "/register"}
+			RegistrationEndpoint: origin + "/register", CodeChallengeMethods: []string{"S256"}}
 	}
 	st.as = as
 	rt.o.mu.Lock()
@@ -239,7 +241,10 @@ func (rt *oauthRoundTripper) register(ctx context.Context, as *asMetadata, scope
 func (o *OAuth) known(as *asMetadata) (registration, bool) {
 	if o.ClientID != "" && (o.Issuer == "" || o.Issuer == as.Issuer) {
 		method := "none"
-		if o.ClientSecret != "" {
+		switch {
+		case o.PrivateKey != nil:
+			method = "private_key_jwt" // every token request carries a fresh assertion
+		case o.ClientSecret != "":
 			method = "client_secret_basic"
 			if len(as.TokenEndpointAuthMethods) > 0 && !slices.Contains(as.TokenEndpointAuthMethods, method) {
 				method = "client_secret_post"
