@@ -310,6 +310,7 @@ func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.Ra
 		return append(json.RawMessage(nil), m.Result...), true, nil
 	case jsonrpc.KindNotification:
 		switch {
+		case h.in.elicitationComplete(m.Method, m.Params):
 		case r.note != nil && (r.id != nil && !unasked(m.Method) || subscriptionOf(m.Params) != nil):
 			r.note(m.Method, append(json.RawMessage(nil), m.Params...))
 		case unasked(m.Method):

@@ -203,6 +203,9 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 			}
 			return
 		}
+		if s.in.elicitationComplete(m.Method, m.Params) {
+			return
+		}
 		key := progressTokenOf(m.Method, m.Params)
 		if key == nil {
 			key = subscriptionOf(m.Params) // a change a subscriptions/listen call asked for
