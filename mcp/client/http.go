@@ -229,7 +229,8 @@ func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (
 // readEvents reads an SSE stream until the answer to r: notifications go to r.note, the
 // requests of a legacy server are answered. A stream of the initialize generation that ends
 // without the answer, after an event id, is resumed with GET and Last-Event-ID once its
-// retry delay has passed (MCP 2025-11-25, Transports › Resumability and Redelivery).
+// retry delay has passed (MCP 2025-11-25, Transports › Resumability and Redelivery), at
+// most 10 times.
 func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) (json.RawMessage, error) {
 	var lastID string
 	retry := time.Second
@@ -241,28 +242,52 @@ func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) 
 		if r.modern || lastID == "" || attempt >= 10 {
 			return nil, fmt.Errorf("mcp/client: the server closed the event stream of %s before answering", r.method)
 		}
-		t := time.NewTimer(retry)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, retry) {
 			return nil, ctx.Err()
 		}
-		req, err := h.newRequest(ctx, http.MethodGet, nil, r)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Last-Event-ID", lastID)
-		resp, err := h.do(req)
+		resp, err := h.resume(ctx, r, lastID)
 		if err != nil {
 			return nil, err
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, &HTTPError{Status: resp.StatusCode, Body: "resuming an event stream"}
-		}
 		body = resp.Body
+	}
+}
+
+// resume GETs an event stream of the session (MCP 2025-11-25, Transports › Streamable
+// HTTP): the one that goes on after the event lastID (Resumability and Redelivery), or,
+// lastID "", the session's own stream (Listening for Messages from the Server). An answer
+// but 200 is an *HTTPError: 405, the server offers no such stream; 404, the session ended.
+func (h *httpConn) resume(ctx context.Context, r *outgoing, lastID string) (*http.Response, error) {
+	req, err := h.newRequest(ctx, http.MethodGet, nil, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, &HTTPError{Status: resp.StatusCode, Body: fmt.Sprintf("opening an event stream (Last-Event-ID %q): %s", lastID, body)}
+	}
+	return resp, nil
+}
+
+// pause waits d, or until ctx ends: false then.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -383,30 +408,17 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 	h.mu.Unlock()
 	r := &outgoing{version: version}
 	var lastID string
-	// open GETs the stream; gone reports an answer that is not one (405: none offered;
-	// 404: the session ended), after which there is nothing to resume.
+	// open GETs the stream; gone reports that there is nothing to resume: the server
+	// offers no stream or ended the session (any answer but 200), or a new session has a
+	// stream of its own.
 	session := h.currentSession()
 	open := func() (resp *http.Response, gone bool) {
 		if h.currentSession() != session {
-			return nil, true // a new session has a stream of its own
-		}
-		req, err := h.newRequest(h.closed, http.MethodGet, nil, r)
-		if err != nil {
 			return nil, true
 		}
-		req.Header.Set("Accept", "text/event-stream")
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err = h.do(req)
-		if err != nil {
-			return nil, false
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, true
-		}
-		return resp, false
+		resp, err := h.resume(h.closed, r, lastID)
+		var he *HTTPError
+		return resp, errors.As(err, &he) || (err != nil && h.closed.Err() != nil)
 	}
 	ready := make(chan struct{})
 	go func() {
@@ -425,11 +437,7 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 			} else {
 				failures++ // the network: try again
 			}
-			t := time.NewTimer(retry)
-			select {
-			case <-t.C:
-			case <-h.closed.Done():
-				t.Stop()
+			if !pause(h.closed, retry) {
 				return
 			}
 			resp, gone = open()
