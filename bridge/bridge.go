@@ -189,6 +189,27 @@ func nameOf(c supervise.Command) string {
 	return c.Path
 }
 
+// Upgrade replaces every child with a new one started from Spec.Command (a new version of
+// the server), without dropping a client: a rolling upgrade, one child at a time, the pool's
+// first, then each session's own. Each child is upgraded as supervise.Supervisor.Upgrade
+// does: the new child is brought to the old one's state (a session's initialize replayed),
+// then takes every new request, and the old one answers what it has in flight, within
+// Proxy.Drain, before it is stopped. A session thus moves to the new version at once, never
+// ends for it, and loses nothing. Spares, which no session has claimed, are replaced. A child
+// whose upgrade fails keeps serving; Upgrade tries every child and returns the failures.
+func (b *Bridge) Upgrade(ctx context.Context, reason string) error {
+	var errs []error
+	for _, c := range b.clients {
+		if err := c.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	if b.own != nil {
+		errs = append(errs, b.own.upgrade(ctx, reason)...)
+	}
+	return errors.Join(errs...)
+}
+
 // Close stops every child with the full stop sequence: the pool, the spares and every
 // session's own, and waits until all have stopped.
 func (b *Bridge) Close() error {

@@ -49,6 +49,7 @@ type childConn struct {
 	nextID  atomic.Int64
 	load    atomic.Int64 // calls in flight, listens apart, for least-loaded routing
 	log     *zap.Logger
+	sup     *supervise.Supervisor
 
 	closeOnce sync.Once
 	closeErr  error
@@ -90,6 +91,7 @@ func startChild(ctx context.Context, name string, spec supervise.Spec, opts supe
 	opts.Logger = c.log
 	out := make(chan []byte, 256)
 	sup := supervise.New(spec)
+	c.sup = sup
 	var coreIn <-chan []byte = c.in
 	var coreOut chan<- []byte = out
 	if rec != nil { // recorded (relay bridge --record): see tap
@@ -210,6 +212,27 @@ func (c *childConn) call(ctx context.Context, ask asker, method string, params j
 		return nil, nil, ctx.Err()
 	case <-c.done:
 		return nil, nil, errChildGone
+	}
+}
+
+// upgrade replaces the child with a new one without dropping its client (see
+// supervise.Supervisor.Upgrade); a child whose core has returned has nothing to upgrade.
+func (c *childConn) upgrade(ctx context.Context, reason string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // ends with upgrade, at the latest
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := c.sup.Upgrade(ctx, reason)
+	select {
+	case <-c.done:
+		return nil
+	default:
+		return err
 	}
 }
 

@@ -164,6 +164,32 @@ func (s *sessionChildren) retire(c *childConn) {
 	s.stopping.Go(func() { c.close() })
 }
 
+// upgrade upgrades every session's child, one at a time (see Bridge.Upgrade), and replaces
+// the spares, which no session has claimed, with new ones.
+func (s *sessionChildren) upgrade(ctx context.Context, reason string) []error {
+	s.mu.Lock()
+	live := make([]*childConn, 0, len(s.live))
+	for c := range s.live {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range live {
+		if err := c.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	for range cap(s.spares) {
+		select {
+		case c := <-s.spares:
+			s.room <- struct{}{} // never waits: the spare taken made room; the keeper spawns a new one
+			s.retire(c)
+		default:
+		}
+	}
+	return errs
+}
+
 // close stops the keeper, the spares and every session's child, and waits until all have
 // stopped.
 func (s *sessionChildren) close() {

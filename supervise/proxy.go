@@ -164,6 +164,14 @@ type childCall struct {
 // A child that dies with no suspect in flight died of something else: the suspects waiting
 // then go again at once with the other replays, instead of waiting for the crashes to end.
 //
+// Supervisor.Upgrade replaces the child without dropping the host: a new child is started
+// beside the old one and brought to its state (the handshake, the restated state and the
+// subscriptions replayed), and both are listed; then the new one takes every new request and
+// the host's streams, the host is told list_changed only for the lists that differ, and the
+// old one is stopped once it has answered what it had in flight, or after Drain (what it
+// still owed is then replayed on the new child when safe, or answered with an error). A new
+// child that fails to start or to answer within 30 s is stopped; the old one keeps serving.
+//
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
 // once); then each is answered with an error that says the proxy is stopping, the child is

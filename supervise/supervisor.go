@@ -204,12 +204,13 @@ func (s *Supervisor) run(ctx context.Context) error {
 	var adopted *Child // handed over by the Proxy: supervised instead of a new start
 	for {
 		started := s.spec.Clock.Now()
-		child, err, kind := adopted, error(nil), EventUpgraded
-		if adopted == nil {
+		child, kind := adopted, EventUpgraded
+		adopted = nil
+		var err error
+		if child == nil {
 			child, err = StartChild(s.spec.Command, &s.spec.Child)
 			kind = EventStarted
 		}
-		adopted = nil
 		var exit Exit
 		var unrunnable *StartError
 		if errors.As(err, &unrunnable) { // the command cannot run: no restart can mend it

@@ -313,10 +313,11 @@ func (p *proxy) retire(old *Child) {
 		}
 		p.retired <- retiredFrame{from: old, end: true}
 	}()
+	drained := r.drained // the proxy's field is its own: it forgets the channel once closed
 	go func() {
 		defer p.workers.Done()
 		select {
-		case <-r.drained:
+		case <-drained:
 		case <-p.clock.After(p.opts.Drain):
 		}
 		old.Stop(context.Background())

@@ -3,7 +3,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,4 +198,167 @@ func waitNotes(t *testing.T, h *hosttest.Host, method string, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// modernCall calls a tool through relay bridge at url as a 2026-07-28 client, and returns
+// the text it answered, or an error that says what came back instead.
+func modernCall(url, name string, args map[string]any) (string, error) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": name, "arguments": args, "_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if i := bytes.LastIndex(b, []byte("data: ")); i >= 0 { // an SSE stream: its last event is the answer
+		b = b[i+len("data: "):]
+	}
+	var rep hosttest.Reply
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(bytes.TrimSpace(b), &rep) != nil || rep.Error != nil {
+		return "", fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	return rep.Text(), nil
+}
+
+// A rolling upgrade of relay bridge's pool under load: 32 clients call through a pool of
+// three children while the server's script is rewritten, and then while relay gets a
+// SIGHUP. Every call is answered right; afterwards every child is of the new version, and
+// none of the children that served before is left.
+func TestBridgeRollingUpgradeUnderLoad(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "server.sh")
+	rtScript(t, script, "v1")
+	cmd, url := bridgeRecording(t, []string{rtChildEnv + "=echo"}, "--pool", "3", "--watch", script, "--", script)
+
+	pidsOf := func() map[string]bool { // the children that answer, under a little load of its own
+		pids := map[string]bool{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 12 {
+			wg.Go(func() {
+				for range 4 {
+					if pid, err := modernCall(url, "pid", nil); err == nil {
+						mu.Lock()
+						pids[pid] = true
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return pids
+	}
+	before := pidsOf()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	var mu sync.Mutex
+	var wrong []string
+	for w := range 32 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name, args, want := "echo", map[string]any{"text": fmt.Sprintf("w%d-%d", w, i)}, fmt.Sprintf("w%d-%d", w, i)
+				if i%2 == 0 {
+					ms := 20 + w%40
+					name, args, want = "sleep", map[string]any{"ms": ms}, fmt.Sprintf("slept %d ms", ms)
+				}
+				got, err := modernCall(url, name, args)
+				calls.Add(1)
+				if err != nil || got != want {
+					mu.Lock()
+					wrong = append(wrong, fmt.Sprintf("%s %v: %q %v", name, args, got, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	allTagged := func(tag string) bool { // 30 calls in a row, spread over the pool by load
+		for range 30 {
+			if got, err := modernCall(url, "tag", nil); err != nil || got != tag {
+				return false
+			}
+		}
+		return true
+	}
+	waitTag := func(tag string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !allTagged(tag) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool does not serve %s only within 20 s", tag)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	rtScript(t, script, "v2")
+	waitTag("v2")
+	cmd.Process.Signal(syscall.SIGHUP) // the same version again: new children all the same
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+
+	if len(wrong) > 0 {
+		t.Errorf("%d of %d calls answered wrongly or not at all, first: %s", len(wrong), calls.Load(), wrong[0])
+	}
+	after := pidsOf()
+	for pid := range after {
+		if before[pid] {
+			t.Errorf("child %s served before the upgrade and still serves", pid)
+		}
+	}
+	if len(before) == 0 || len(after) == 0 {
+		t.Errorf("children seen: %d before, %d after", len(before), len(after))
+	}
+	stopBridge(t, cmd)
+	t.Logf("%d calls through two rolling upgrades of a pool of 3, every one answered", calls.Load())
+}
+
+// A server of the initialize generation behind relay bridge: each HTTP session has a child
+// of its own. An upgrade moves the session to a child of the new version at once, with its
+// initialize replayed: the same session, never ended, answered by the new version.
+func TestBridgeUpgradeMovesALegacySessionToTheNewVersion(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "server.sh")
+	rtScript(t, script, "v1")
+	cmd, url := bridgeRecording(t, []string{rtChildEnv + "=legacy"}, "--watch", script, "--", script)
+	h := &httpSession{t: t, url: url}
+	h.begin()
+	id := h.id
+	tag := func() string {
+		out := h.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tag","arguments":{}}}`)
+		if i := strings.LastIndex(out, "data: "); i >= 0 {
+			out = out[i+len("data: "):]
+		}
+		var rep hosttest.Reply
+		json.Unmarshal([]byte(strings.TrimSpace(out)), &rep)
+		return rep.Text()
+	}
+	if got := tag(); got != "v1" {
+		t.Fatalf("tag = %q, want v1", got)
+	}
+	rtScript(t, script, "v2")
+	deadline := time.Now().Add(10 * time.Second)
+	for tag() != "v2" {
+		if time.Now().After(deadline) {
+			t.Fatal("the session is not served by v2 within 10 s of the rewrite")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.id != id {
+		t.Errorf("the session changed: %s, then %s", id, h.id)
+	}
+	stopBridge(t, cmd)
 }
