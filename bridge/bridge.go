@@ -74,7 +74,9 @@ type Options struct {
 	Spares int
 	// Spec is the children's supervision; its Command is the server to run.
 	Spec supervise.Spec
-	// Proxy tunes each child's proxy (replay policy, probes, timeouts).
+	// Proxy tunes each child's proxy (replay policy, probes, timeouts). Its Observer, if set,
+	// is shared by every child's proxy, so it must be safe for concurrent use; left nil, each
+	// child gets Telemetry's (spans for its restarts and upgrades).
 	Proxy supervise.ProxyOptions
 	// Logger logs the pool's life.
 	Logger *zap.Logger
@@ -136,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		taskKey: newTaskKey()}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
-		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name)))
+		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name), opts.Telemetry))
 	}
 	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -14,6 +14,7 @@ import (
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/supervise"
+	"github.com/relayrt/relay/telemetry"
 )
 
 // childConn is the bridge's client of one supervised child: the supervisor's proxy core
@@ -83,9 +84,12 @@ var errChildGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Int
 	Data: map[string]any{"retryable": false}}
 
 // startChild spawns a child behind the proxy core under ctx (the bridge's); rec, when not
-// nil, records its frames.
-func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger, rec FrameRecorder) *childConn {
+// nil, records its frames; tel, when not nil, gets its restarts and upgrades as spans.
+func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger, rec FrameRecorder, tel *telemetry.Telemetry) *childConn {
 	spec.Command.Name = name
+	if opts.Observer == nil {
+		opts.Observer = tel.Children(name)
+	}
 	c := &childConn{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
 		proxied: make(chan error, 1), log: log.With(zap.String("child", name))}
 	opts.Logger = c.log

@@ -85,7 +85,7 @@ func (s *sessionChildren) spawn() *childConn {
 	s.seq++
 	name := s.name + "/s" + strconv.Itoa(s.seq)
 	s.mu.Unlock()
-	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name))
+	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name), s.opts.Telemetry)
 }
 
 // errFull is the answer to an initialize beyond the bound.

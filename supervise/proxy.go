@@ -297,6 +297,9 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 		err = serr
 	}
 	p.endUpgrades()
+	if o.Observer != nil {
+		o.Observer.Stopped(nil)
+	}
 	return err
 }
 
@@ -526,6 +529,9 @@ func (p *proxy) event(e Event) {
 		}
 	case EventGaveUp:
 		p.gaveUp, p.gaveUpWhy = true, e.Err
+		if p.opts.Observer != nil {
+			p.opts.Observer.Stopped(e.Err)
+		}
 		if errors.As(e.Err, &p.cannotRun) {
 			p.log.Error("relay cannot start the child: every request will be answered with this error until the host closes its input",
 				zap.String("command", p.cannotRun.Command), zap.NamedError("cause", p.cannotRun.Err))

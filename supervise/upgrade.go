@@ -32,6 +32,7 @@ const maxListPages = 1000
 // upgrading is an upgrade under way.
 type upgrading struct {
 	asked     []upgrade
+	observed  func(error) // the Observer's end of it, if any
 	child     *Child
 	out       <-chan []byte
 	deadline  <-chan time.Time
@@ -89,15 +90,20 @@ func (p *proxy) nextUpgrade() {
 	}
 	asked := p.upAgain
 	p.upAgain = nil
+	observed := func(error) {}
+	if p.opts.Observer != nil {
+		observed = p.opts.Observer.Upgrade(asked[0].reason)
+	}
 	c, err := StartChild(p.sup.spec.Command, &p.sup.spec.Child)
 	if err != nil {
+		observed(err)
 		p.log.Error("upgrade failed: the new child cannot start; the old one keeps serving", zap.Error(err))
 		for _, u := range asked {
 			u.done <- fmt.Errorf("supervise: upgrade failed, the old child still serves: %w", err)
 		}
 		return
 	}
-	u := &upgrading{asked: asked, child: c, out: c.Frames(), deadline: p.clock.After(upgradeTimeout),
+	u := &upgrading{asked: asked, observed: observed, child: c, out: c.Frames(), deadline: p.clock.After(upgradeTimeout),
 		annotated: map[string]bool{}, lists: [2]map[string]hash.Hash{{}, {}}}
 	p.up = u
 	p.log.Info("upgrading: a new child started beside the one serving", zap.Int("pid", c.PID()), zap.String("reason", asked[0].reason))
@@ -239,6 +245,7 @@ func (p *proxy) maybePromote(u *upgrading) {
 	p.retire(old)
 	p.log.Info("upgraded: new requests go to the new child; the old one finishes what it has in flight",
 		zap.Int("pid", u.child.PID()), zap.Int("old_pid", old.PID()), zap.Int("lists_changed", len(changed)))
+	u.observed(nil)
 	for _, a := range u.asked {
 		a.done <- nil
 	}
@@ -263,6 +270,7 @@ func (p *proxy) upgradeFailed(err error) {
 	}
 	p.discard(u.child)
 	p.log.Error("upgrade failed: the old child keeps serving", zap.Error(err), zap.Strings("stderr", u.child.StderrTail()))
+	u.observed(err)
 	for _, a := range u.asked {
 		a.done <- fmt.Errorf("supervise: upgrade failed, the old child still serves: %w", err)
 	}
