@@ -448,7 +448,9 @@ func TestRestartSpanEndsWhenTheProxyStops(t *testing.T) {
 	inR, inW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	proxied := make(chan error, 1)
-	go func() { proxied <- supervise.Proxy(ctx, sup, inR, io.Discard, &supervise.ProxyOptions{Observer: tel.Proxy()}) }()
+	go func() {
+		proxied <- supervise.Proxy(ctx, sup, inR, io.Discard, &supervise.ProxyOptions{Observer: tel.Proxy()})
+	}()
 	for d := range clock.asked { // the supervisor has told the proxy it restarts, and waits
 		if d >= 30*time.Minute { // the backoff: an hour, give or take its jitter
 			break
