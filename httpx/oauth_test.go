@@ -31,8 +31,8 @@ type issuer struct {
 	rsaKey     *rsa.PrivateKey
 	ecKey      *ecdsa.PrivateKey
 	jwksHits   atomic.Int32
-	rotated    atomic.Bool // the keys also include rsa2 (the RSA key under a new id)
-	down       atomic.Bool // the keys endpoint answers 503
+	rotated    atomic.Bool               // the keys also include rsa2 (the RSA key under a new id)
+	down       atomic.Bool               // the keys endpoint answers 503
 	opaque     map[string]map[string]any // token → introspection answer
 	introspect atomic.Int32
 }
