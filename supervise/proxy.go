@@ -343,7 +343,7 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 		case u := <-p.sup.upgrades:
 			p.askUpgrade(u)
 		case <-p.upgradeDeadline():
-			p.upgradeFailed(fmt.Errorf("the new child did not answer within %s", upgradeTimeout))
+			p.upgradeTimedOut()
 		case e, ok := <-events:
 			if !ok {
 				events, p.supDone = nil, true
@@ -366,6 +366,7 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			ctx = context.Background() // keep draining events until the supervisor is done
 		}
 		p.pump()
+		p.nextUpgrade() // one asked for during a restart waits for the new child
 		// A command that cannot run is said to every request the host sends until it closes
 		// its input: a host's first request usually comes after the start has failed.
 		if p.supDone && (p.cannotRun == nil || p.hostDone || p.stopping) {
@@ -491,7 +492,7 @@ func (p *proxy) event(e Event) {
 		if e.Child != nil && e.Child != p.child {
 			return // an upgraded-away child: its forwarder tells its end
 		}
-		p.abortUpgrade("the child exited during the upgrade; its restart runs the command as it is now")
+		p.abortUpgrade("the child exited during the upgrade, which starts again once it has restarted")
 		if p.childOut != nil { // answers written before the exit are still buffered: deliver them
 			for f := range p.childOut {
 				p.fromChild(f)

@@ -37,6 +37,7 @@ type upgrading struct {
 	out       <-chan []byte
 	deadline  <-chan time.Time
 	owed      int             // the proxy's requests for it, to either child, not yet answered
+	owedOld   map[string]int  // of which, pages of the old child's lists, by list
 	caps      json.RawMessage // what the new child declared
 	annotated map[string]bool // its tools safe to repeat
 	lists     [2]map[string]hash.Hash
@@ -85,7 +86,8 @@ func (p *proxy) askUpgrade(u upgrade) {
 // child serves: during a restart it waits for the new child, then upgrades it again (the
 // restart ran the command as it was then, which may be older than what was asked for).
 func (p *proxy) nextUpgrade() {
-	if p.up != nil || p.adopting != nil || len(p.upAgain) == 0 || p.child == nil || !p.ready {
+	if len(p.upAgain) == 0 || p.up != nil || p.adopting != nil || p.child == nil || !p.ready ||
+		p.hostDone || p.stopping || p.gaveUp { // the last three: answered when the proxy ends
 		return
 	}
 	asked := p.upAgain
@@ -104,7 +106,7 @@ func (p *proxy) nextUpgrade() {
 		return
 	}
 	u := &upgrading{asked: asked, observed: observed, child: c, out: c.Frames(), deadline: p.clock.After(upgradeTimeout),
-		annotated: map[string]bool{}, lists: [2]map[string]hash.Hash{{}, {}}}
+		annotated: map[string]bool{}, lists: [2]map[string]hash.Hash{{}, {}}, owedOld: map[string]int{}}
 	p.up = u
 	p.log.Info("upgrading: a new child started beside the one serving", zap.Int("pid", c.PID()), zap.String("reason", asked[0].reason))
 	rules := &p.proto.rules
@@ -166,16 +168,22 @@ func (p *proxy) compareLists(u *upgrading) {
 			h := sha256.New()
 			u.lists[i][l.Capability] = h
 			for _, read := range l.Read {
-				p.readList(u, c, read.Method, read.Items, p.listParams, h, 0)
+				p.readList(u, c, l.Capability, read.Method, read.Items, p.listParams, h, 0)
 			}
 		}
 	}
 }
 
 // readList reads one list from c, page after page, into h.
-func (p *proxy) readList(u *upgrading, c *Child, method, items string, params json.RawMessage, h hash.Hash, page int) {
+func (p *proxy) readList(u *upgrading, c *Child, list, method, items string, params json.RawMessage, h hash.Hash, page int) {
 	rules := &p.proto.rules
+	if c != u.child {
+		u.owedOld[list]++
+	}
 	p.upAsk(c, method, params, func(m jsonrpc.Message) {
+		if c != u.child {
+			u.owedOld[list]--
+		}
 		if m.Result == nil {
 			h.Write([]byte("\x00error")) // not offered: a list unlike any other
 			return
@@ -192,7 +200,7 @@ func (p *proxy) readList(u *upgrading, c *Child, method, items string, params js
 		json.Unmarshal(jsonrpc.Field(m.Result, rules.NextCursor), &next)
 		if next != "" && page+1 < maxListPages {
 			cursor, _ := json.Marshal(next)
-			p.readList(u, c, method, items, jsonrpc.SetMember(params, rules.ListCursor, cursor), h, page+1)
+			p.readList(u, c, list, method, items, jsonrpc.SetMember(params, rules.ListCursor, cursor), h, page+1)
 		}
 	})
 }
@@ -203,12 +211,35 @@ func (p *proxy) maybePromote(u *upgrading) {
 	if p.up != u || u.owed > 0 {
 		return
 	}
+	p.promote(u)
+}
+
+// upgradeTimedOut ends an upgrade whose deadline has passed: a new child that has answered
+// all it was asked serves anyway, the old one's lists unread (an old child that no longer
+// answers is one to upgrade away from: those lists are said to have changed); otherwise the
+// upgrade fails.
+func (p *proxy) upgradeTimedOut() {
+	u := p.up
+	owedOld := 0
+	for _, n := range u.owedOld {
+		owedOld += n
+	}
+	if u.owed > owedOld {
+		p.upgradeFailed(fmt.Errorf("the new child did not answer within %s", upgradeTimeout))
+		return
+	}
+	p.log.Warn("upgrading: the old child did not list what it serves in time; the new one serves anyway", zap.Duration("timeout", upgradeTimeout))
+	p.promote(u)
+}
+
+// promote makes the new child the one serving.
+func (p *proxy) promote(u *upgrading) {
 	p.up = nil
 	old := p.child
 	changed := map[string]bool{}
 	for _, l := range p.proto.rules.Lists {
 		a, b := u.lists[0][l.Capability], u.lists[1][l.Capability]
-		if a != nil && b != nil && string(a.Sum(nil)) != string(b.Sum(nil)) {
+		if a != nil && b != nil && (u.owedOld[l.Capability] > 0 || string(a.Sum(nil)) != string(b.Sum(nil))) {
 			changed[l.Capability] = true
 		}
 	}
@@ -276,12 +307,16 @@ func (p *proxy) upgradeFailed(err error) {
 	}
 }
 
-// abortUpgrade ends the upgrade under way because the child serving has died: the restart
-// that follows runs the command as it is now.
+// abortUpgrade ends the upgrade under way because the child serving has died, and asks for
+// it again: it starts over once the restart has brought a new child up.
 func (p *proxy) abortUpgrade(why string) {
-	if p.up != nil {
-		p.upgradeFailed(errors.New(why))
+	if p.up == nil {
+		return
 	}
+	asked := p.up.asked
+	p.up.asked = nil
+	p.upgradeFailed(errors.New(why))
+	p.upAgain = append(asked, p.upAgain...)
 }
 
 // fromCandidate handles a frame of the new child before it serves: answers to the upgrade's
@@ -390,11 +425,11 @@ func (p *proxy) retiredEnd(c *Child) {
 				map[string]any{"reason": "server upgraded", "retryable": false}))
 		case p.child != nil && p.ready:
 			p.forget(id)
+			r.replayed = true
 			again = append(again, r)
 		default: // the next child takes it (replay)
-			r.waiting, r.to = true, nil
+			r.waiting, r.replayed, r.to = true, true, nil
 		}
-		r.replayed = true
 	}
 	for _, r := range again {
 		p.send(r)

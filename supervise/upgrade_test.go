@@ -86,3 +86,28 @@ func TestProxyUpgradeUnderLoad(t *testing.T) {
 		t.Errorf("Proxy = %v", err)
 	}
 }
+
+// An upgrade asked for while the child restarts waits for the new child, then upgrades it;
+// one asked for while the proxy stops is refused with an error that says so.
+func TestProxyUpgradeDuringARestartAndTheStop(t *testing.T) {
+	h := tpStart(t, tpSpec(t, "echo", ""), nil)
+	tpLearn(t, h)
+	first := h.Tool("pid", nil).Text()
+	h.sup.Restart("the test restarts the child")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.sup.Upgrade(ctx, "during a restart"); err != nil {
+		t.Fatalf("Upgrade = %v", err)
+	}
+	if pid := h.Tool("pid", nil).Text(); pid == first {
+		t.Errorf("the child %s still serves", pid)
+	}
+	if err := h.close(10 * time.Second); err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	if err := h.sup.Upgrade(ctx2, "after the end"); err == nil {
+		t.Error("an upgrade after the proxy ended succeeded")
+	}
+}
