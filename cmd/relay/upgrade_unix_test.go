@@ -43,7 +43,18 @@ func rtUntil(t *testing.T, r *rtRun, tool, not string) string {
 	}
 }
 
-// The load: 64 calls always in flight through relay supervise while it gets a
+// loadCall is the i-th call of worker w in the upgrade tests' load: an echo, or a sleep that
+// stays in flight for a while, across the switch to a new child; want is its answer's text.
+func loadCall(w, i int) (name string, args map[string]any, want string) {
+	if i%2 == 0 {
+		ms := 20 + w%40
+		return "sleep", map[string]any{"ms": ms}, fmt.Sprintf("slept %d ms", ms)
+	}
+	text := fmt.Sprintf("w%d-%d", w, i)
+	return "echo", map[string]any{"text": text}, text
+}
+
+// 64 calls always in flight through relay supervise while it gets a
 // SIGHUP every 500 ms for 5 s. Every call is answered, and answered right; each SIGHUP makes
 // a new child; the lists did not change, so the host hears no list_changed.
 func TestSuperviseUpgradesOnSIGHUPUnderLoad(t *testing.T) {
@@ -69,11 +80,7 @@ func TestSuperviseUpgradesOnSIGHUPUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				name, args, want := "echo", map[string]any{"text": fmt.Sprintf("w%d-%d", w, i)}, fmt.Sprintf("w%d-%d", w, i)
-				if i%2 == 0 { // in flight for a while: across the switch to the new child
-					ms := 20 + w%40
-					name, args, want = "sleep", map[string]any{"ms": ms}, fmt.Sprintf("slept %d ms", ms)
-				}
+				name, args, want := loadCall(w, i)
 				_, ch := r.Send("tools/call", map[string]any{"name": name, "arguments": args})
 				rep, ok := r.Wait(ch, 20*time.Second)
 				calls.Add(1)
@@ -270,11 +277,7 @@ func TestBridgeRollingUpgradeUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				name, args, want := "echo", map[string]any{"text": fmt.Sprintf("w%d-%d", w, i)}, fmt.Sprintf("w%d-%d", w, i)
-				if i%2 == 0 {
-					ms := 20 + w%40
-					name, args, want = "sleep", map[string]any{"ms": ms}, fmt.Sprintf("slept %d ms", ms)
-				}
+				name, args, want := loadCall(w, i)
 				got, err := modernCall(url, name, args)
 				calls.Add(1)
 				if err != nil || got != want {
