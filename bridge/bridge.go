@@ -74,7 +74,9 @@ type Options struct {
 	Spares int
 	// Spec is the children's supervision; its Command is the server to run.
 	Spec supervise.Spec
-	// Proxy tunes each child's proxy (replay policy, probes, timeouts).
+	// Proxy tunes each child's proxy (replay policy, probes, timeouts). Its Observer, if set,
+	// is shared by every child's proxy, so it must be safe for concurrent use; left nil, each
+	// child gets Telemetry's (spans for its restarts and upgrades).
 	Proxy supervise.ProxyOptions
 	// Logger logs the pool's life.
 	Logger *zap.Logger
@@ -136,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		taskKey: newTaskKey()}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
-		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name)))
+		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name), opts.Telemetry))
 	}
 	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -187,6 +189,27 @@ func nameOf(c supervise.Command) string {
 		return c.Name
 	}
 	return c.Path
+}
+
+// Upgrade replaces every child with a new one started from Spec.Command (a new version of
+// the server), without dropping a client: a rolling upgrade, one child at a time, the pool's
+// first, then each session's own. Each child is upgraded as supervise.Supervisor.Upgrade
+// does: the new child is brought to the old one's state (a session's initialize replayed),
+// then takes every new request, and the old one answers what it has in flight, within
+// Proxy.Drain, before it is stopped. A session thus moves to the new version at once, never
+// ends for it, and loses nothing. Spares, which no session has claimed, are replaced. A child
+// whose upgrade fails keeps serving; Upgrade tries every child and returns the failures.
+func (b *Bridge) Upgrade(ctx context.Context, reason string) error {
+	var errs []error
+	for _, c := range b.clients {
+		if err := c.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	if b.own != nil {
+		errs = append(errs, b.own.upgrade(ctx, reason)...)
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every child with the full stop sequence: the pool, the spares and every

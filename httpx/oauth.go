@@ -70,6 +70,7 @@ type TokenVerifier struct {
 	keys      atomic.Pointer[map[string]crypto.PublicKey] // read by every request, without a lock
 	fetchMu   sync.Mutex                                  // held while the keys are fetched: one fetch at a time
 	fetchedAt time.Time                                   // under fetchMu
+	now       func() time.Time                            // the clock of fetchedAt (tests set it)
 
 	seenMu sync.Mutex
 	seen   map[string]introspected // opaque tokens, until they expire
@@ -123,10 +124,10 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		// RFC 8414 §3.3: the issuer in the metadata must be the one asked about.
 		return nil, fmt.Errorf("httpx: the metadata of %q names issuer %q", o.Issuer, meta.Issuer)
 	}
-	v := &TokenVerifier{o: o, jwksURI: meta.JWKSURI, introspection: meta.IntrospectionEndpoint, seen: map[string]introspected{}}
+	v := &TokenVerifier{o: o, jwksURI: meta.JWKSURI, introspection: meta.IntrospectionEndpoint, seen: map[string]introspected{}, now: time.Now}
 	if v.jwksURI != "" {
 		v.fetchMu.Lock()
-		v.fetchedAt = time.Now()
+		v.fetchedAt = v.now()
 		err := v.fetchKeys(ctx)
 		v.fetchMu.Unlock()
 		if err != nil {
@@ -199,10 +200,10 @@ func (v *TokenVerifier) key(ctx context.Context, kid string) (crypto.PublicKey, 
 	}
 	v.fetchMu.Lock()
 	defer v.fetchMu.Unlock()
-	if time.Since(v.fetchedAt) >= keyRefreshEvery {
+	if v.now().Sub(v.fetchedAt) >= keyRefreshEvery {
 		// Counted before it is tried, so that an issuer that is down is asked at most once a
 		// minute too; on a context of its own, bounded, as requests wait on this lock.
-		v.fetchedAt = time.Now()
+		v.fetchedAt = v.now()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := v.fetchKeys(fctx)
 		cancel()
