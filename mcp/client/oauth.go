@@ -27,7 +27,10 @@ import (
 // refreshed when the server issued a refresh token.
 //
 // One OAuth value may serve several transports and connections: it keeps the
-// registrations and tokens it obtained, and is safe for concurrent use.
+// registrations and tokens it obtained, and is safe for concurrent use. The requests that
+// find a token expired at once share one refresh, and a refresh token the authorization
+// server refused is not sent again; OAuth values that share a Store do not coordinate
+// their refreshes.
 //
 //	t := client.HTTP("https://mcp.example.com/mcp")
 //	t.OAuth = &client.OAuth{
