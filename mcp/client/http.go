@@ -279,9 +279,24 @@ func (h *httpConn) resume(ctx context.Context, r *outgoing, lastID string) (*htt
 	return resp, nil
 }
 
-// pause waits d, or until ctx ends: false then.
+// The bounds of the reconnection time a server gives (its events' retry field): a server
+// that says 0 and closes its streams at once would have the client reconnect in a tight
+// loop, and one that says a year would stall a call's resume for as long as its context
+// allows.
+const (
+	minReconnect = 100 * time.Millisecond
+	maxReconnect = time.Minute
+)
+
+// reconnectDelay is the wait before a stream is opened again, the server's retry held
+// within minReconnect and maxReconnect.
+func reconnectDelay(retry time.Duration) time.Duration {
+	return min(max(retry, minReconnect), maxReconnect)
+}
+
+// pause waits reconnectDelay(d), or until ctx ends: false then.
 func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := time.NewTimer(reconnectDelay(d))
 	defer t.Stop()
 	select {
 	case <-t.C:
