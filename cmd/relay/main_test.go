@@ -118,6 +118,10 @@ func rtChild(mode string) int {
 					tools = append(tools, map[string]any{"name": "tag-" + tag, "inputSchema": map[string]any{"type": "object"}})
 				}
 				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
+			case m.Method == "server/discover" && mode != "legacy" && os.Getenv(rtTagEnv) != "":
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"supportedVersions": []string{"2026-07-28"},
+					"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
+					"_meta":        map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "rt", "version": os.Getenv(rtTagEnv)}}}})
 			case m.Method == "initialize" && os.Getenv(rtTagEnv) != "": // a versioned server declares its tools
 				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"protocolVersion": "2025-11-25",
 					"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}, "serverInfo": map[string]any{"name": "rt", "version": os.Getenv(rtTagEnv)}}})

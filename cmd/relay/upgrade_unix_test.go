@@ -326,6 +326,12 @@ func TestBridgeRollingUpgradeUnderLoad(t *testing.T) {
 	if len(before) == 0 || len(after) == 0 {
 		t.Errorf("children seen: %d before, %d after", len(before), len(after))
 	}
+	// What the bridge says of the server itself is the new version's: a legacy client's
+	// initialize, which the bridge answers for a pool of 2026-07-28 children.
+	h := &httpSession{t: t, url: url}
+	if init := h.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`); !strings.Contains(init, `"version":"v2"`) {
+		t.Errorf("initialize after the upgrade = %s, want serverInfo of v2", init)
+	}
 	stopBridge(t, cmd)
 	t.Logf("%d calls through two rolling upgrades of a pool of 3, every one answered", calls.Load())
 }
