@@ -23,6 +23,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/relayrt/relay/internal/oauthmeta"
 	"github.com/relayrt/relay/runtime"
 )
 
@@ -102,7 +103,7 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		return nil, errors.New("httpx: a token verifier needs the server's canonical resource URI as its Audience")
 	}
 	iss, err := url.Parse(o.Issuer)
-	if err != nil || iss.Host == "" || (iss.Scheme != "https" && !(iss.Scheme == "http" && isLoopbackHost(iss.Hostname()))) {
+	if err != nil || iss.Host == "" || (iss.Scheme != "https" && !(iss.Scheme == "http" && oauthmeta.IsLoopback(iss.Hostname()))) {
 		return nil, fmt.Errorf("httpx: issuer %q must be an https URL (or http on a loopback host, for development)", o.Issuer)
 	}
 	var meta struct {
@@ -111,7 +112,7 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		IntrospectionEndpoint string `json:"introspection_endpoint"`
 	}
 	var tried []string
-	for _, u := range metadataURLs(iss) {
+	for _, u := range oauthmeta.MetadataURLs(iss) {
 		tried = append(tried, u)
 		if err = getJSON(ctx, o.Client, u, &meta); err == nil {
 			break
@@ -135,19 +136,6 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		}
 	}
 	return v, nil
-}
-
-// metadataURLs are where an issuer's metadata may be: RFC 8414's well-known location (the
-// well-known segment goes before the issuer's path), then OpenID Connect Discovery's, in
-// both forms.
-func metadataURLs(iss *url.URL) []string {
-	root := iss.Scheme + "://" + iss.Host
-	path := strings.TrimSuffix(iss.Path, "/")
-	urls := []string{root + "/.well-known/oauth-authorization-server" + path}
-	if path != "" {
-		urls = append(urls, root+"/.well-known/openid-configuration"+path)
-	}
-	return append(urls, root+path+"/.well-known/openid-configuration")
 }
 
 // getJSON GETs u and decodes at most 1 MiB of it into v.
