@@ -73,25 +73,30 @@ func tcGorace() string {
 //	spawn=inherit   the same, but the grandchild inherits stdout and stderr
 //	spawn=zombie    start a short-lived grandchild (in its group) and never wait for it: a zombie
 //	lines=N         write N notifications after the hello
+//	slowstartfile=P sleep 1.5 s before serving if the file P exists
+//	slowlist=MS     sleep MS before answering tools/list
+//	safefile=P      annotate danger idempotentHint if the file P exists when it starts
 //	grandchild      (the grandchild itself) sleep
 //
 // At startup it writes a notification {"method":"hello","params":{"pid":P,"grandchild":G}}.
 type tcServer struct {
 	strict, noisy, noisyLine bool
 
-	out     sync.Mutex
-	hung    atomic.Bool
-	mu      sync.Mutex
-	inited  bool // initialize answered
-	ready   bool // and notifications/initialized received
-	inits   int
-	level   string
-	sleeps  map[string]context.CancelFunc
-	cancels []string
-	aborted int
-	held    [][]byte
-	logPath string
-	trace   bool // log "got METHOD" for every message received
+	out        sync.Mutex
+	hung       atomic.Bool
+	mu         sync.Mutex
+	inited     bool // initialize answered
+	ready      bool // and notifications/initialized received
+	inits      int
+	level      string
+	sleeps     map[string]context.CancelFunc
+	cancels    []string
+	aborted    int
+	held       [][]byte
+	logPath    string
+	trace      bool // log "got METHOD" for every message received
+	slowList   time.Duration
+	dangerSafe bool
 }
 
 func runTestChild(mode string) int {
@@ -125,6 +130,17 @@ func runTestChild(mode string) int {
 			lines, _ = strconv.Atoi(val)
 		case "trace":
 			s.trace = true
+		case "slowstartfile":
+			if _, err := os.Stat(val); err == nil {
+				time.Sleep(1500 * time.Millisecond)
+			}
+		case "safefile":
+			if _, err := os.Stat(val); err == nil {
+				s.dangerSafe = true
+			}
+		case "slowlist":
+			n, _ := strconv.Atoi(val)
+			s.slowList = time.Duration(n) * time.Millisecond
 		}
 	}
 	s.log("start %d", os.Getpid())
@@ -283,7 +299,14 @@ func (s *tcServer) handle(line []byte) {
 		s.mu.Unlock()
 		s.reply(m.ID, map[string]any{})
 	case "tools/list":
-		s.reply(m.ID, map[string]any{"tools": tcTools})
+		time.Sleep(s.slowList)
+		tools := tcTools
+		if s.dangerSafe {
+			tools = append([]any(nil), tcTools...)
+			tools[2] = map[string]any{"name": "danger", "inputSchema": map[string]any{"type": "object"},
+				"annotations": map[string]any{"idempotentHint": true}}
+		}
+		s.reply(m.ID, map[string]any{"tools": tools})
 	case "tools/call":
 		s.call(m.ID, m.Params)
 	default:
@@ -378,6 +401,9 @@ func (s *tcServer) call(id json.RawMessage, params json.RawMessage) {
 		time.Sleep(time.Hour)
 	case "pid":
 		s.reply(id, tcText(strconv.Itoa(os.Getpid())))
+	case "announce":
+		s.notify("notifications/tools/list_changed", nil)
+		s.reply(id, tcText("announced"))
 	case "level":
 		s.mu.Lock()
 		level := s.level

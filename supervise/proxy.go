@@ -479,7 +479,11 @@ func (p *proxy) event(e Event) {
 		}
 		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), p.clock.Now(), ""
 		p.answered, p.settled = false, nil
-		p.calls = map[string]childCall{}
+		for id, c := range p.calls { // the dead child's; an upgraded-away one's are still owed
+			if _, retiring := p.retiring[c.child]; !retiring {
+				delete(p.calls, id)
+			}
+		}
 		p.ready = p.initParams == nil
 		if p.initParams != nil {
 			p.internal(p.proto.rules.Handshake, p.initParams)
@@ -852,6 +856,10 @@ func (p *proxy) remember(m jsonrpc.Message) {
 			delete(p.subscribed, key)
 		}
 	}
+	if p.up != nil && p.up.restored && !is(m.Method, rules.Handshake) &&
+		(p.proto.restate[m.Method] || is(m.Method, rules.Subscribe) || is(m.Method, rules.Unsubscribe)) {
+		p.upAsk(p.up.child, m.Method, m.Params, nil) // the new child is past its restore: tell it too
+	}
 	if p.modernMeta == nil && rules.VersionKey != "" { // the first such _meta serves the probes; no need to scan every request
 		if meta := jsonrpc.Field(m.Params, "_meta"); jsonrpc.Field(meta, rules.VersionKey) != nil {
 			p.modernMeta = meta
@@ -935,10 +943,14 @@ func (p *proxy) cancel(m jsonrpc.Message) {
 }
 
 func (p *proxy) forget(childID string) {
-	if r := p.pend[childID]; r != nil && r.hostID != nil {
+	r := p.pend[childID]
+	if r != nil && r.hostID != nil {
 		delete(p.byHost, string(r.hostID))
 	}
 	delete(p.pend, childID)
+	if r != nil && len(p.retiring) > 0 && r.to != p.child { // answered, cancelled, timed out: it may owe nothing now
+		p.checkDrained(r.to)
+	}
 }
 
 // fromChild handles one frame from the child.
@@ -984,7 +996,9 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		return
 	}
 	if r.internal {
-		p.internalAnswer(r, m)
+		if r.to == p.child { // not an upgraded-away child's: its lists and state are not the proxy's now
+			p.internalAnswer(r, m)
+		}
 		return
 	}
 	rules := &p.proto.rules

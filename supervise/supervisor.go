@@ -77,8 +77,9 @@ type Event struct {
 	Err      error         // gave-up: why
 }
 
-// ErrNotServed is Upgrade's error for a supervisor that no Proxy or ServeFrames runs.
-var ErrNotServed = errors.New("supervise: an upgrade needs the supervisor to be run by Proxy or ServeFrames, which know when a new child is ready; use Restart to replace the child")
+// ErrNotServed is Upgrade's error for a supervisor that no Proxy or ServeFrames runs: it
+// was run by Run alone, or they have returned.
+var ErrNotServed = errors.New("supervise: no Proxy or ServeFrames runs this supervisor (it runs alone, or they have returned): an upgrade needs one, to tell when a new child is ready; use Restart to replace the child")
 
 // ErrGaveUp is returned by Run when the restart intensity was exceeded, a start failed
 // past the limit, or the command cannot run at all (the error is then also a *StartError,
@@ -91,8 +92,9 @@ type Supervisor struct {
 	spec     Spec
 	events   chan Event
 	restart  chan string
-	upgrades chan upgrade // to the actor that serves upgrades: the Proxy, or Run alone
-	adopt    chan *Child  // from the Proxy: a new child, ready, to supervise instead
+	upgrades chan upgrade  // to the actor that serves upgrades: the Proxy, or Run alone
+	adopt    chan *Child   // from the Proxy: a new child, ready, to supervise instead
+	ended    chan struct{} // closed when Run (or the Proxy's run of it) returns
 	log      *zap.Logger
 }
 
@@ -131,7 +133,7 @@ func New(spec Spec) *Supervisor {
 		log = zap.NewNop()
 	}
 	return &Supervisor{spec: spec, events: make(chan Event), restart: make(chan string, 1),
-		upgrades: make(chan upgrade), adopt: make(chan *Child, 1), log: log}
+		upgrades: make(chan upgrade), adopt: make(chan *Child, 1), ended: make(chan struct{}), log: log}
 }
 
 // Events delivers what happens to the child, in order. It is closed when Run returns.
@@ -157,12 +159,21 @@ func (s *Supervisor) Upgrade(ctx context.Context, reason string) error {
 	u := upgrade{reason: reason, done: make(chan error, 1)}
 	select {
 	case s.upgrades <- u:
+	case <-s.ended:
+		return ErrNotServed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	select {
 	case err := <-u.done:
 		return err
+	case <-s.ended: // the proxy answers what it had before it ends: that answer, if there is one
+		select {
+		case err := <-u.done:
+			return err
+		default:
+			return ErrNotServed
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -194,6 +205,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 // run is Run's loop. A Proxy runs it directly, and serves s.upgrades itself: it hands the
 // new child over on s.adopt.
 func (s *Supervisor) run(ctx context.Context) error {
+	defer close(s.ended)
 	defer close(s.events)
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval = s.spec.MinBackoff, s.spec.MaxBackoff
@@ -239,6 +251,14 @@ func (s *Supervisor) run(ctx context.Context) error {
 				continue
 			case <-child.Done():
 				exit = child.Exit()
+				select {
+				case next := <-s.adopt: // it was being upgraded away: its successor is ready, no restart
+					s.emit(context.Background(), Event{Kind: EventExited, Child: child, Exit: exit})
+					adopted = next
+					b.Reset()
+					continue
+				default:
+				}
 			case reason := <-s.restart:
 				s.log.Warn("restarting the child on request", zap.String("reason", reason))
 				exit = child.Stop(ctx)

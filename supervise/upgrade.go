@@ -38,6 +38,8 @@ type upgrading struct {
 	deadline  <-chan time.Time
 	owed      int             // the proxy's requests for it, to either child, not yet answered
 	owedOld   map[string]int  // of which, pages of the old child's lists, by list
+	restored  bool            // the host's state has been sent to it: what the host sets now is sent too
+	era       [3]string       // the host's handshake, _meta and list params when it started
 	caps      json.RawMessage // what the new child declared
 	annotated map[string]bool // its tools safe to repeat
 	lists     [2]map[string]hash.Hash
@@ -107,6 +109,7 @@ func (p *proxy) nextUpgrade() {
 	}
 	u := &upgrading{asked: asked, observed: observed, child: c, out: c.Frames(), deadline: p.clock.After(upgradeTimeout),
 		annotated: map[string]bool{}, lists: [2]map[string]hash.Hash{{}, {}}, owedOld: map[string]int{}}
+	u.era = p.era()
 	p.up = u
 	p.log.Info("upgrading: a new child started beside the one serving", zap.Int("pid", c.PID()), zap.String("reason", asked[0].reason))
 	rules := &p.proto.rules
@@ -119,6 +122,7 @@ func (p *proxy) nextUpgrade() {
 			}
 			u.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 			p.restore(c, func(method string, params json.RawMessage) { p.upAsk(c, method, params, nil) })
+			u.restored = true
 			p.compareLists(u)
 		})
 		return
@@ -133,6 +137,7 @@ func (p *proxy) nextUpgrade() {
 	case rules.Ping != "": // any answer shows it reads and answers
 		p.upAsk(c, rules.Ping, nil, nil)
 	}
+	u.restored = true // a host that has not opened a session has set nothing
 	p.compareLists(u)
 	p.maybePromote(u)
 }
@@ -232,8 +237,23 @@ func (p *proxy) upgradeTimedOut() {
 	p.promote(u)
 }
 
-// promote makes the new child the one serving.
+// era is what the host has said of itself: its handshake, the _meta that names its version,
+// and the params the proxy lists with.
+func (p *proxy) era() [3]string {
+	return [3]string{string(p.initParams), string(p.modernMeta), string(p.listParams)}
+}
+
+// promote makes the new child the one serving; unless the host said its era meanwhile (its
+// handshake came during the upgrade): the new child has not had it, and the upgrade starts
+// again.
 func (p *proxy) promote(u *upgrading) {
+	if u.era != p.era() {
+		asked := u.asked
+		u.asked = nil
+		p.upgradeFailed(errors.New("the host opened its session during the upgrade, which starts again"))
+		p.upAgain = append(asked, p.upAgain...)
+		return
+	}
 	p.up = nil
 	old := p.child
 	changed := map[string]bool{}
@@ -249,6 +269,7 @@ func (p *proxy) promote(u *upgrading) {
 	}
 	p.annotated = u.annotated
 	p.answered, p.upAt, p.lastHeard, p.settled, p.probeID = true, p.clock.Now(), p.clock.Now(), nil, ""
+	p.listing = false // u.annotated is the new child's whole list; the old child's listing is dropped
 	p.adopting = u.child
 	p.sup.adopt <- u.child // buffered, and empty: adopting is nil until the supervisor has taken the last one
 
@@ -399,7 +420,6 @@ func (p *proxy) fromRetiring(rf retiredFrame) {
 	switch m.Kind {
 	case jsonrpc.KindResponse:
 		p.answer(m, rf.f)
-		p.checkDrained(rf.from)
 	case jsonrpc.KindRequest:
 		p.forwardCall(rf.from, m, rf.f)
 	case jsonrpc.KindNotification:
@@ -420,12 +440,12 @@ func (p *proxy) retiredEnd(c *Child) {
 		case r.to != c:
 		case r.internal:
 			p.forget(id)
-		case !p.replayable(r):
-			p.fail(id, r, p.unavailable("the server was upgraded, and its previous version ended before answering this request within the drain ("+p.opts.Drain.String()+")",
+		case !r.unsent && !p.replayable(r): // one that never reached it goes on, whatever the policy
+			p.fail(id, r, p.unavailable("the server was upgraded, and its previous version ended (it exited, or the drain of "+p.opts.Drain.String()+" passed) before answering this request",
 				map[string]any{"reason": "server upgraded", "retryable": false}))
 		case p.child != nil && p.ready:
 			p.forget(id)
-			r.replayed = true
+			r.replayed, r.unsent = true, false
 			again = append(again, r)
 		default: // the next child takes it (replay)
 			r.waiting, r.replayed, r.to = true, true, nil

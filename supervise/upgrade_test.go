@@ -4,6 +4,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -107,7 +108,7 @@ func TestProxyUpgradeDuringARestartAndTheStop(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
-	if err := h.sup.Upgrade(ctx2, "after the end"); err == nil {
-		t.Error("an upgrade after the proxy ended succeeded")
+	if err := h.sup.Upgrade(ctx2, "after the end"); !errors.Is(err, ErrNotServed) {
+		t.Errorf("an upgrade after the proxy ended: %v, want ErrNotServed", err)
 	}
 }
