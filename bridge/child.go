@@ -51,6 +51,7 @@ type childConn struct {
 	load    atomic.Int64 // calls in flight, listens apart, for least-loaded routing
 	log     *zap.Logger
 	sup     *supervise.Supervisor
+	gen     int // a session's child: the release of the server it was spawned for (sessionChildren)
 
 	closeOnce sync.Once
 	closeErr  error

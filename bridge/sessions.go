@@ -41,8 +41,9 @@ type sessionChildren struct {
 	stopping sync.WaitGroup // children being stopped
 
 	mu     sync.Mutex
-	live   map[*childConn]bool // claimed, not yet handed back
+	live   map[*childConn]int // claimed, not yet handed back: the release of the server each runs
 	seq    int
+	gen    int // the release of the server: each upgrade starts a new one
 	closed bool
 }
 
@@ -54,7 +55,7 @@ func newSessionChildren(ctx context.Context, opts Options) *sessionChildren {
 	spares := max(opts.Spares, 0)
 	s := &sessionChildren{ctx: ctx, opts: opts, spec: opts.Spec, proxy: opts.Proxy, log: opts.Logger, name: nameOf(opts.Spec.Command),
 		slots: make(chan struct{}, opts.MaxSessions), spares: make(chan *childConn, spares),
-		room: make(chan struct{}, spares), stop: make(chan struct{}), live: map[*childConn]bool{}}
+		room: make(chan struct{}, spares), stop: make(chan struct{}), live: map[*childConn]int{}}
 	for range spares {
 		s.room <- struct{}{}
 	}
@@ -83,9 +84,11 @@ func (s *sessionChildren) keep() {
 func (s *sessionChildren) spawn() *childConn {
 	s.mu.Lock()
 	s.seq++
-	name := s.name + "/s" + strconv.Itoa(s.seq)
+	name, gen := s.name+"/s"+strconv.Itoa(s.seq), s.gen
 	s.mu.Unlock()
-	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name), s.opts.Telemetry)
+	c := startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name), s.opts.Telemetry)
+	c.gen = gen
+	return c
 }
 
 // errFull is the answer to an initialize beyond the bound.
@@ -138,7 +141,7 @@ func (s *sessionChildren) claim(ctx context.Context) (*childConn, error) {
 		s.mu.Lock()
 		return nil, errBridgeClosed
 	}
-	s.live[c] = true
+	s.live[c] = c.gen
 	return c, nil
 }
 
@@ -147,7 +150,7 @@ func (s *sessionChildren) claim(ctx context.Context) (*childConn, error) {
 func (s *sessionChildren) release(c *childConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.live[c] {
+	if _, ok := s.live[c]; !ok {
 		return // already stopped by close
 	}
 	delete(s.live, c)
@@ -164,30 +167,55 @@ func (s *sessionChildren) retire(c *childConn) {
 	s.stopping.Go(func() { c.close() })
 }
 
-// upgrade upgrades every session's child, one at a time (see Bridge.Upgrade), and replaces
-// the spares, which no session has claimed, with new ones.
+// upgrade upgrades every session's child to a new release, one at a time (see
+// Bridge.Upgrade): the spares first, which no session has claimed, are replaced, so that a
+// session that starts meanwhile gets the new release; then each child of an older release,
+// until none is left, those claimed meanwhile included.
 func (s *sessionChildren) upgrade(ctx context.Context, reason string) []error {
 	s.mu.Lock()
-	live := make([]*childConn, 0, len(s.live))
-	for c := range s.live {
-		live = append(live, c)
-	}
+	s.gen++
+	gen := s.gen
 	s.mu.Unlock()
-	var errs []error
-	for _, c := range live {
-		if err := c.upgrade(ctx, reason); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
-		}
-	}
 	for range cap(s.spares) {
 		select {
 		case c := <-s.spares:
 			s.room <- struct{}{} // never waits: the spare taken made room; the keeper spawns a new one
-			s.retire(c)
+			s.retireUnlessClosed(c)
 		default:
 		}
 	}
+	var errs []error
+	for ctx.Err() == nil {
+		var older *childConn
+		s.mu.Lock()
+		for c, g := range s.live {
+			if g < gen {
+				older, s.live[c] = c, gen // tried once, whether it succeeds or not
+				break
+			}
+		}
+		s.mu.Unlock()
+		if older == nil {
+			break
+		}
+		if err := older.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", older.name, err))
+		}
+	}
 	return errs
+}
+
+// retireUnlessClosed stops a spare taken out, unless close has begun (it stops every child
+// then, and waits for their stops: none may begin after).
+func (s *sessionChildren) retireUnlessClosed(c *childConn) {
+	s.mu.Lock()
+	if !s.closed {
+		s.retire(c)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	c.close()
 }
 
 // close stops the keeper, the spares and every session's child, and waits until all have
