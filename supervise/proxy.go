@@ -948,8 +948,8 @@ func (p *proxy) forget(childID string) {
 		delete(p.byHost, string(r.hostID))
 	}
 	delete(p.pend, childID)
-	if r != nil && len(p.retiring) > 0 && r.to != p.child { // answered, cancelled, timed out: it may owe nothing now
-		p.checkDrained(r.to)
+	if r != nil && !r.internal && len(p.retiring) > 0 && r.to != p.child { // answered, cancelled, timed out
+		p.settle(r.to, 1)
 	}
 }
 

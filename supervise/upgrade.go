@@ -48,6 +48,7 @@ type upgrading struct {
 // retiree is an upgraded-away child, finishing what it had in flight.
 type retiree struct {
 	drained chan struct{} // closed once it owes the host nothing: it is stopped
+	owed    int           // the host requests it has in flight (none is sent to it now)
 }
 
 // retiredFrame is a frame of a retiring child; end: its output has ended.
@@ -386,22 +387,25 @@ func (p *proxy) retire(old *Child) {
 		}
 		old.Stop(context.Background())
 	}()
-	p.checkDrained(old)
+	for _, q := range p.pend {
+		if q.to == old && !q.internal {
+			r.owed++
+		}
+	}
+	p.settle(old, 0)
 }
 
-// checkDrained lets a retiring child be stopped once no host request waits for it.
-func (p *proxy) checkDrained(c *Child) {
+// settle counts n more of a retiring child's requests done (answered, cancelled, timed out
+// or failed), and lets it be stopped once it owes the host nothing.
+func (p *proxy) settle(c *Child, n int) {
 	r := p.retiring[c]
 	if r == nil || r.drained == nil {
 		return
 	}
-	for _, q := range p.pend {
-		if q.to == c && !q.internal {
-			return
-		}
+	if r.owed -= n; r.owed <= 0 {
+		close(r.drained)
+		r.drained = nil
 	}
-	close(r.drained)
-	r.drained = nil
 }
 
 // fromRetiring handles a frame of an upgraded-away child: its answers, its progress, its
