@@ -67,6 +67,10 @@ type Server struct {
 	stateKey   []byte
 	chains     []MethodHandler // each feature method in the middleware, by feature.index
 
+	batchMu  sync.Mutex   // guards batching and batched (see Batch)
+	batching int          // Batch calls under way
+	batched  []changeKind // the kinds of change to tell once they end
+
 	mu    sync.Mutex // serialises registrations; requests read the snapshot
 	reg   atomic.Pointer[registry]
 	hub   hub
@@ -156,9 +160,42 @@ func (s *Server) update(kind changeKind, fn func(r *registry)) {
 	next.index()
 	s.reg.Store(next)
 	s.mu.Unlock()
-	if kind != 0 {
-		s.hub.publish(change{kind: kind})
+	if kind == 0 {
+		return
 	}
+	s.batchMu.Lock()
+	if s.batching > 0 {
+		if !slices.Contains(s.batched, kind) {
+			s.batched = append(s.batched, kind)
+		}
+		s.batchMu.Unlock()
+		return
+	}
+	s.batchMu.Unlock()
+	s.hub.publish(change{kind: kind})
+}
+
+// Batch runs fn, which adds and removes tools, prompts, resources and templates: the
+// clients that listen for list changes are told once for each list fn changed, after it
+// returns, rather than once for each change (a server that mirrors another's lists, say).
+// Changes made meanwhile by other goroutines are told then too.
+func (s *Server) Batch(fn func()) {
+	s.batchMu.Lock()
+	s.batching++
+	s.batchMu.Unlock()
+	defer func() {
+		s.batchMu.Lock()
+		s.batching--
+		var kinds []changeKind
+		if s.batching == 0 {
+			kinds, s.batched = s.batched, nil
+		}
+		s.batchMu.Unlock()
+		for _, k := range kinds {
+			s.hub.publish(change{kind: k})
+		}
+	}()
+	fn()
 }
 
 // capabilities lists what the server offers now. The map is shared: read it, never change it.
