@@ -1,0 +1,43 @@
+// Package gateway puts many MCP servers behind one: its one job is to merge the tools,
+// prompts, resources and resource templates of several upstream servers into a single MCP
+// server, and to route every call to the upstream that owns what it names.
+//
+// # Configuration
+//
+// The configuration is the file hosts already have (Claude Desktop, Cursor: "mcpServers";
+// VS Code: "servers"): each entry is a local command ({"command","args","env","cwd"}), run
+// as a supervised child (package supervise: restart with backoff, the handshake replayed,
+// safe calls replayed), or a remote server ({"url","headers"}) reached with mcp/client over
+// Streamable HTTP. Keys hosts write that the gateway has no use for ("type",
+// "autoApprove", "timeout", top-level settings) are ignored; "disabled": true leaves the
+// entry out. Relay's own options live in one object per entry, "relay", so that they never
+// collide with a host's; an unknown key there is an error that names it (see ParseConfig).
+//
+// # Names
+//
+// A tool or prompt NAME of the server PREFIX is exposed as PREFIX__NAME (the separator is
+// an option). Hosts enforce ^[a-zA-Z0-9_-]{1,64}$ on tool names, so every exposed name is
+// made to match it: other characters become '_', and a name longer than 64 characters is
+// cut and given a stable hash suffix (the mapping is logged). Resource URIs are not
+// rewritten: a resource routes to the upstream that listed it, and a URI that two upstreams
+// list is served by the first in config order, with a warning.
+//
+// # Lists and routing
+//
+// The gateway is an mcp.Server, so it serves both protocol generations over stdio and over
+// Streamable HTTP (package httpx) with their sessions kept apart. It mirrors each upstream's
+// lists into its own registry: the lists are the gateway's, with its own pagination cursors
+// over the merged snapshot, and a change of any upstream's list (its list_changed, a child
+// restarted, an upstream down or back) is a list_changed of the gateway's. tools/call,
+// prompts/get, resources/read and completion/complete are passed on raw to the upstream
+// that owns the name, with progress, log messages and cancellation carried across. An
+// upstream that is down drops out of the lists; a call that names it is answered with an
+// error that names it.
+//
+// # Not yet
+//
+// Not yet: server-to-client requests (sampling, elicitation, roots) and input_required
+// results across the gateway, tasks/* routing, resource subscriptions passed on to the
+// upstreams, reload on SIGHUP or a changed file, a --status view, and OAuth for remote
+// upstreams.
+package gateway
