@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/relayrt/relay/gateway"
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/stdio"
+)
+
+const gatewayUsage = `Usage: relay gateway --config FILE [--listen ADDR] [flags]
+
+Serves many MCP servers as one: the tools, prompts, resources and resource templates of
+every server of FILE, merged, each call routed to the server that owns what it names. FILE
+is the configuration hosts already have: {"mcpServers": {NAME: {"command", "args", "env",
+"cwd"} | {"url", "headers"}}} (Claude Desktop, Cursor) or VS Code's {"servers": {...}};
+"disabled": true leaves a server out, and keys Relay has no use for are ignored. Local
+commands run as supervised children (restarted with backoff, safe calls replayed); remote
+URLs are reached over Streamable HTTP. Tools and prompts are named PREFIX__NAME (PREFIX
+defaults to the server's name; names are made to match ^[a-zA-Z0-9_-]{1,64}$, long ones
+shortened with a hash suffix and the mapping logged). Resource URIs are kept; a URI two
+servers list is served by the first in FILE. A server that is down leaves the lists
+(list_changed) and its calls get an error that names it.
+
+Relay's options for a server go in its "relay" object:
+  "relay": {"prefix": "gh", "tools": {"allow": ["get_*"], "deny": ["*delete*"]},
+            "prompts": {"deny": ["*"]},
+            "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
+                        "replay": "annotated", "timeout": "0s", "probe": "0s",
+                        "stopWait": "2s", "drain": "5s"}}
+
+Without --listen the merged server is served on stdio: a host runs relay gateway as its one
+server. With --listen it is served over Streamable HTTP (endpoint /mcp, both protocol
+generations, with Origin and Host checks, limits, /metrics, /healthz, and /readyz, which is
+ready once every server has been tried and one is up).
+
+Not yet: server-to-client requests (sampling, elicitation, roots) and input_required
+across the gateway, tasks, reload on SIGHUP or a changed FILE, --status, OAuth for remote
+servers.
+
+Flags:
+`
+
+func runGateway(args []string) int {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), gatewayUsage); fs.PrintDefaults() }
+	config := fs.String("config", "", "the host configuration file to serve (required)")
+	listen := fs.String("listen", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	separator := fs.String("separator", gateway.DefaultSeparator, "what joins a server's prefix and its own tool or prompt name")
+	origins := fs.String("allow-origin", "", "with --listen: a browser origin to allow besides loopback ones")
+	verbose := fs.Bool("v", false, "log upstreams' lifecycle and renamed tools at info level (default: warnings)")
+	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *config == "" || len(fs.Args()) > 0 {
+		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
+		return 2
+	}
+	data, err := os.ReadFile(*config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	cfg, err := gateway.ParseConfig(data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "relay gateway: %s: %v\n", *config, err)
+		return 2
+	}
+	level := zapcore.WarnLevel
+	if *verbose {
+		level = zapcore.InfoLevel
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	errOut := zapcore.Lock(os.Stderr) // relay's log and the children's stderr never mix
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
+	var childErr io.Writer = errOut
+	if *quietChild {
+		childErr = io.Discard
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ops := httpx.NewOps(nil)
+	ops.SetReady(false)
+	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
+	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr,
+		StateChanged: func() {
+			if g := ready.Load(); g != nil {
+				ops.SetReady(g.Ready())
+			}
+		}}
+	g, err := gateway.New(ctx, cfg, gopts)
+	if err == nil {
+		ready.Store(g)
+		ops.SetReady(g.Ready()) // what changed before the Store
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	defer g.Close()
+	// Served once every server has started or failed to (a minute at most): hosts list the
+	// tools right after their handshake, and some never heed list_changed.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	g.Started(sctx)
+	cancel()
+	if *listen == "" {
+		if err := stdio.ServeStdio(ctx, g.Server().Runtime()); err != nil {
+			log.Error("relay gateway is exiting", zap.Error(err))
+			return 1
+		}
+		return 0
+	}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log}
+	if *origins != "" {
+		opts.AllowedOrigins = []string{*origins}
+	}
+	h := httpx.NewMCPHandler(g.Server(), opts)
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", ops.Handler())
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 1
+	}
+	// Said once the port is open, so that whoever waits for this line can connect at once.
+	fmt.Fprintf(os.Stderr, "relay gateway: serving MCP on http://%s/mcp with %d servers\n", ln.Addr(), len(cfg.Servers))
+	if err := httpx.Serve(ctx, ln, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
+		log.Error("relay gateway is exiting", zap.Error(err))
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
+)
+
+// Options tunes a Gateway. The zero value is ready to use.
+type Options struct {
+	// Separator joins a prefix and a server's own name (default "__").
+	Separator string
+	// Info is how the gateway describes itself (default relay-gateway).
+	Info mcp.Implementation
+	// Logger receives the gateway's log: upstreams up and down, renamed tools, URIs two
+	// upstreams list (default: nothing is logged).
+	Logger *zap.Logger
+	// ChildStderr receives the stderr of the local upstreams, line by line, each line
+	// prefixed with the server's name (default: the Logger, at info level).
+	ChildStderr io.Writer
+	// HealthEvery is how often an upstream that has not failed a call is asked whether it
+	// still answers (ping, or server/discover under 2026-07-28), so that one that went away
+	// drops out of the lists (default 10 s).
+	HealthEvery time.Duration
+	// HTTPClient makes the requests to remote upstreams (default: a client of each
+	// transport's own).
+	HTTPClient *http.Client
+	// StateChanged, when set, is called after an upstream came up, went down or changed its
+	// lists (from the gateway's goroutines: it must return quickly). Status says the new
+	// state; a --listen gateway sets /readyz from Ready.
+	StateChanged func()
+}
+
+// Gateway is one MCP server made of several: Server serves it on any transport of Relay's.
+type Gateway struct {
+	srv  *mcp.Server
+	opts Options
+	log  *zap.Logger
+	ups  []*upstream
+
+	routes atomic.Pointer[routes] // what each exposed name and URI routes to, read by every call
+
+	mu         sync.Mutex // rebuild runs one at a time
+	registered registered // what the mcp.Server lists now
+	logged     map[string]bool
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New starts a gateway over the servers of cfg: every upstream is connected (local ones
+// started as supervised children) by a goroutine of its own, which keeps it connected until
+// Close. New does not wait for them: an upstream's tools are listed once it answers, with
+// a list_changed. ctx bounds nothing but New itself.
+func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return nil, errors.New("gateway: the configuration names no server")
+	}
+	g := &Gateway{logged: map[string]bool{}}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.Separator == "" {
+		g.opts.Separator = DefaultSeparator
+	}
+	if ValidName(g.opts.Separator) != g.opts.Separator {
+		return nil, fmt.Errorf("gateway: the separator %q may hold only letters, digits, '_' and '-'", g.opts.Separator)
+	}
+	if g.opts.Info.Name == "" {
+		g.opts.Info = mcp.Implementation{Name: "relay-gateway", Version: "0.1.0"}
+	}
+	if g.opts.HealthEvery <= 0 {
+		g.opts.HealthEvery = 10 * time.Second
+	}
+	g.log = g.opts.Logger
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	g.srv = mcp.NewServer(g.opts.Info, &mcp.ServerOptions{
+		Instructions: "relay gateway: the tools and prompts of several MCP servers, each named PREFIX" + g.opts.Separator + "NAME.",
+		Middleware:   []mcp.Middleware{g.middleware},
+	})
+	g.srv.SetCompletionHandler(g.complete)
+	g.registered = registered{tools: map[string]string{}, prompts: map[string]string{},
+		resources: map[string]string{}, templates: map[string]string{}}
+	g.routes.Store(&routes{})
+	for _, s := range cfg.Servers {
+		g.ups = append(g.ups, newUpstream(g, s))
+	}
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	g.stop = stop
+	for _, u := range g.ups {
+		g.wg.Add(1)
+		go func() { // the upstream's actor; Close ends it and waits
+			defer g.wg.Done()
+			u.run(life)
+		}()
+	}
+	return g, nil
+}
+
+// Server returns the merged MCP server, for stdio.ServeStdio(ctx, g.Server().Runtime()) or
+// httpx.NewMCPHandler.
+func (g *Gateway) Server() *mcp.Server { return g.srv }
+
+// Close disconnects every upstream (local children are stopped in the stdio order, after
+// their calls in flight have had their drain time) and waits for the gateway's goroutines.
+func (g *Gateway) Close() error {
+	g.stop()
+	g.wg.Wait()
+	return nil
+}
+
+// UpstreamStatus is what Status says of one upstream.
+type UpstreamStatus struct {
+	Name string `json:"name"`
+	// State is "starting" (not connected yet), "up", "restarting" (a local child is being
+	// restarted) or "down" (it cannot be reached; it is tried again with backoff).
+	State     string `json:"state"`
+	Restarts  int64  `json:"restarts"`
+	LastError string `json:"lastError,omitempty"`
+	Tools     int    `json:"tools"`
+	Prompts   int    `json:"prompts"`
+	Resources int    `json:"resources"`
+	Templates int    `json:"resourceTemplates"`
+}
+
+// Status reports each upstream's state, in config order.
+func (g *Gateway) Status() []UpstreamStatus {
+	out := make([]UpstreamStatus, 0, len(g.ups))
+	for _, u := range g.ups {
+		out = append(out, u.status())
+	}
+	return out
+}
+
+// Started waits until every upstream has been connected, or has failed to be, once: a
+// host that lists the tools right after its handshake (and may not heed list_changed)
+// then sees every upstream that could start. It returns ctx's error if ctx ends first.
+func (g *Gateway) Started(ctx context.Context) error {
+	for _, u := range g.ups {
+		select {
+		case <-u.tried:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Ready reports whether every upstream has been reached once and at least one is up.
+func (g *Gateway) Ready() bool {
+	anyUp := false
+	for _, u := range g.ups {
+		switch u.status().State {
+		case stateStarting:
+			return false
+		case stateUp:
+			anyUp = true
+		}
+	}
+	return anyUp
+}
+
+// The states of an upstream.
+const (
+	stateStarting   = "starting"
+	stateUp         = "up"
+	stateRestarting = "restarting"
+	stateDown       = "down"
+)
+
+// middleware routes the methods that name a tool, a prompt or a resource to the upstream
+// that owns it; the lists, served from the mirrored registry, go on to the mcp.Server.
+func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, req *mcp.Request) (any, error) {
+		rt := g.routes.Load()
+		params := req.Params()
+		switch req.Method() {
+		case "tools/call":
+			name, _ := stringField(params, "name")
+			r, ok := rt.tools[name]
+			if !ok {
+				// MCP 2026-07-28, Server Features › Tools › Error Handling: an unknown tool is -32602.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown tool %q; tools/list names the tools", name)}
+			}
+			return g.forward(ctx, req, r.up, jsonrpc.SetMember(params, "name", quote(r.name)))
+		case "prompts/get":
+			name, _ := stringField(params, "name")
+			r, ok := rt.prompts[name]
+			if !ok {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown prompt %q; prompts/list names the prompts", name)}
+			}
+			return g.forward(ctx, req, r.up, jsonrpc.SetMember(params, "name", quote(r.name)))
+		case "resources/read":
+			uri, _ := stringField(params, "uri")
+			u := rt.resourceOwner(uri)
+			if u == nil {
+				return nil, notFound(req, uri)
+			}
+			return g.forward(ctx, req, u, params)
+		}
+		return next(ctx, req)
+	}
+}
+
+// forward passes a request on to u, raw, with its progress and log messages carried back,
+// and returns the upstream's result, or an error that names the upstream.
+func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, params json.RawMessage) (any, error) {
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	var opts []client.CallOption
+	if req.ProgressToken() != nil {
+		// MCP 2026-07-28, Basic › Patterns › Progress: the upstream's progress for this call
+		// becomes the host's, under the host's token.
+		opts = append(opts, client.WithProgress(func(p client.Progress) { req.Progress(p.Progress, p.Total, p.Message) }))
+	}
+	opts = append(opts, client.WithNotifications(func(method string, params json.RawMessage) {
+		if method != "notifications/message" {
+			return
+		}
+		// MCP 2025-11-25 and 2026-07-28, Utilities › Logging: the host gets the messages at or
+		// above the level it asked for (Request.Log filters).
+		var m struct {
+			Level  mcp.LoggingLevel `json:"level"`
+			Logger string           `json:"logger"`
+			Data   any              `json:"data"`
+		}
+		if json.Unmarshal(params, &m) == nil {
+			req.Log(m.Level, m.Logger, m.Data)
+		}
+	}))
+	res, err := c.Call(ctx, req.Method(), params, opts...)
+	if err != nil {
+		return nil, u.callError(ctx, req.Method(), err)
+	}
+	return passOn(res, req.Stateless()), nil
+}
+
+// passOn makes an upstream's result the gateway's: ttlMs and cacheScope are left to the
+// gateway's server (which says not to reuse them), and a host of the initialize generation
+// gets no resultType.
+func passOn(res json.RawMessage, modern bool) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(res, &m) != nil || m == nil {
+		return res
+	}
+	delete(m, "ttlMs")
+	delete(m, "cacheScope")
+	if !modern {
+		delete(m, "resultType")
+	}
+	if meta, ok := m["_meta"]; ok {
+		// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
+		// serverInfo names the server that answers).
+		var mm map[string]json.RawMessage
+		if json.Unmarshal(meta, &mm) == nil {
+			delete(mm, mcp.MetaServerInfo)
+			if len(mm) == 0 {
+				delete(m, "_meta")
+			} else {
+				m["_meta"], _ = json.Marshal(mm)
+			}
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+// complete serves completion/complete: a prompt's arguments at the upstream that owns the
+// prompt, a template's at the upstream that listed it.
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	rt := g.routes.Load()
+	ref := req.Ref
+	var u *upstream
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := rt.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown prompt %q; prompts/list names the prompts", ref.Name)}
+		}
+		u, ref.Name = r.up, r.name
+	case "ref/resource":
+		if u = rt.templates[ref.URI]; u == nil {
+			u = rt.resourceOwner(ref.URI)
+		}
+		if u == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown resource or template %q", ref.URI)}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown completion reference type %q; want ref/prompt or ref/resource", ref.Type)}
+	}
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	if jsonrpc.Field(c.Capabilities(), "completions") == nil {
+		return &mcp.CompleteResult{Values: []string{}}, nil // the upstream offers none
+	}
+	res, err := c.Complete(ctx, ref, req.Argument.Name, req.Argument.Value, req.Context)
+	if err != nil {
+		return nil, u.callError(ctx, "completion/complete", err)
+	}
+	return res, nil
+}
+
+// notFound is MCP's resource-not-found error: -32602 under 2026-07-28, -32002 before it
+// (MCP 2026-07-28, Server Features › Resources › Error Handling).
+func notFound(req *mcp.Request, uri string) *jsonrpc.Error {
+	code := int64(jsonrpc.CodeInvalidParams)
+	if !req.Stateless() {
+		code = -32002
+	}
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
+}
+
+func stringField(obj json.RawMessage, name string) (string, bool) {
+	var s string
+	err := json.Unmarshal(jsonrpc.Field(obj, name), &s)
+	return s, err == nil
+}
+
+func quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
