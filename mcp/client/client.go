@@ -123,9 +123,30 @@ type callOptionFunc func(*callOptions)
 func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
 
 type callOptions struct {
-	progress func(Progress)
-	notes    func(method string, params json.RawMessage)
-	logLevel string
+	progress    func(Progress)
+	notes       func(method string, params json.RawMessage)
+	logLevel    string
+	returnInput bool
+	clientCaps  json.RawMessage
+}
+
+// WithClientCapabilities declares caps (a ClientCapabilities object) on a 2026-07-28 call
+// instead of the capabilities the client's handlers give it, keeping the tasks extension
+// the client needs: for a program that passes on a request of a client of its own, whose
+// server must ask only for what that client declared (MCP 2026-07-28, Basic › _meta:
+// the capabilities of the request itself). Under the initialize generation, which declares
+// capabilities once at initialize, it does nothing.
+func WithClientCapabilities(caps json.RawMessage) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.clientCaps = caps })
+}
+
+// ReturnInputRequired makes a 2026-07-28 call return an input_required result as it is
+// (with Call, which returns raw results), instead of answering it through the client's
+// handlers: for a program that passes the questions on to a client of its own, which
+// sends the request again with inputResponses and the requestState untouched (MCP
+// 2026-07-28, Basic › Patterns › Multi-round-trip requests).
+func ReturnInputRequired() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.returnInput = true })
 }
 
 // WithLogLevel asks a 2026-07-28 server for the call's log messages at level and above
@@ -198,7 +219,7 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 			return res, nil // CallTool or StartTool takes it
 		case rt == "task":
 			return nil, fmt.Errorf("mcp/client: the server answered %s with a task, which only tools/call may get", r.method)
-		case rt != "input_required":
+		case rt != "input_required", co.returnInput:
 			return res, nil
 		case round == maxInputRounds:
 			return nil, fmt.Errorf("%w: %s was still asking after %d rounds", ErrInputRequired, r.method, round)
@@ -237,6 +258,9 @@ func (c *Client) send(ctx context.Context, r request, params map[string]any, co 
 	meta := map[string]any{}
 	if c.modern {
 		c.addModernMeta(meta)
+		if co.clientCaps != nil {
+			meta[mcp.MetaClientCapabilities] = withTasks(co.clientCaps)
+		}
 		level := co.logLevel
 		if level == "" {
 			c.mu.Lock()
@@ -304,6 +328,22 @@ func (c *Client) addModernMeta(meta map[string]any) {
 	caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}} // CallTool waits for a task
 	meta[mcp.MetaClientCapabilities] = caps
 	meta[mcp.MetaClientInfo] = c.o.info
+}
+
+// withTasks returns a capabilities object with the tasks extension declared in it (CallTool
+// waits for a task), or, when caps is not an object, the tasks extension alone.
+func withTasks(caps json.RawMessage) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(caps, &m) != nil || m == nil {
+		m = map[string]any{}
+	}
+	ext, _ := m["extensions"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+	}
+	ext[mcp.ExtensionTasks] = map[string]any{}
+	m["extensions"] = ext
+	return m
 }
 
 // notify sends a notification.

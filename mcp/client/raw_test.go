@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
 )
 
@@ -42,4 +43,29 @@ func TestCall_RawRequestsAndResults(t *testing.T) {
 			t.Error("params that are not an object were sent")
 		}
 	})
+}
+
+// ReturnInputRequired hands a 2026-07-28 input_required result back as it is, for the
+// caller to pass on; WithClientCapabilities declares another client's capabilities on the
+// call, so that the server asks only for what that client declared, and refuses with
+// -32021 what needs more (MCP 2026-07-28, Basic › _meta).
+func TestCall_PassesInputRequiredAndAnotherClientsCapabilities(t *testing.T) {
+	elicit := client.WithElicitation(func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return nil, errors.New("the handler must not be asked: the caller answers")
+	})
+	each(t, func(t *testing.T, c *client.Client) {
+		if !c.Modern() {
+			t.Skip("input_required and per-request capabilities are 2026-07-28's")
+		}
+		ctx := context.Background()
+		res, err := c.Call(ctx, "tools/call", json.RawMessage(`{"name":"ask"}`), client.ReturnInputRequired())
+		if err != nil || !strings.Contains(string(res), `"resultType":"input_required"`) || !strings.Contains(string(res), "Who are you?") {
+			t.Fatalf("want the input_required result as it is: %s %v", res, err)
+		}
+		var je *jsonrpc.Error
+		_, err = c.Call(ctx, "tools/call", json.RawMessage(`{"name":"ask"}`), client.ReturnInputRequired(), client.WithClientCapabilities(json.RawMessage(`{}`)))
+		if !errors.As(err, &je) || je.Code != mcp.CodeMissingRequiredClientCapability {
+			t.Errorf("a call declaring no elicitation: %v, want -32021", err)
+		}
+	}, elicit)
 }
