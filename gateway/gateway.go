@@ -244,16 +244,78 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 			req.Log(m.Level, m.Logger, m.Data)
 		}
 	}))
-	res, err := c.Call(ctx, req.Method(), params, opts...)
+	// The upstream may ask only for what the host declared (MCP 2026-07-28, Basic › _meta).
+	opts = append(opts, client.WithClientCapabilities(req.ClientCapabilities()))
+	if req.Stateless() {
+		// A 2026-07-28 host answers an upstream's questions itself: the input_required
+		// result goes to it as it is, and its retry, with inputResponses and the upstream's
+		// requestState, comes back here and goes on to the upstream.
+		opts = append(opts, client.ReturnInputRequired())
+	}
+	res, err := c.Call(withHost(ctx, req), req.Method(), params, opts...)
 	if err != nil {
 		return nil, u.callError(ctx, req.Method(), err)
 	}
 	return passOn(res, req.Stateless()), nil
 }
 
+// hostKey is the context key of the host's request a call to an upstream is made for.
+type hostKey struct{}
+
+func withHost(ctx context.Context, req *mcp.Request) context.Context {
+	return context.WithValue(ctx, hostKey{}, req)
+}
+
+// hostOf returns the host's request a call is made for, or an error that says none is.
+func hostOf(ctx context.Context, method string) (*mcp.Request, error) {
+	if req, ok := ctx.Value(hostKey{}).(*mcp.Request); ok {
+		return req, nil
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
+}
+
+// askHost are the client handlers of every upstream: what an upstream asks of its client
+// while it answers a host's request (elicitation, sampling, roots) is asked of that host,
+// through its request (Request.Elicit, CreateMessage, ListRoots). A host of the initialize
+// generation gets it as a server-to-client request (MCP 2025-11-25, Client Features); a
+// 2026-07-28 host gets the upstream's input_required result as it is (see forward).
+func askHost() []client.Option {
+	elicit := func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		req, err := hostOf(ctx, "elicitation/create")
+		if err != nil {
+			return nil, err
+		}
+		return req.Elicit(ctx, p)
+	}
+	return []client.Option{
+		client.WithElicitation(elicit),
+		client.WithURLElicitation(elicit),
+		client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			req, err := hostOf(ctx, "sampling/createMessage")
+			if err != nil {
+				return nil, err
+			}
+			return req.CreateMessage(ctx, p)
+		}),
+		client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
+			req, err := hostOf(ctx, "roots/list")
+			if err != nil {
+				return nil, err
+			}
+			res, err := req.ListRoots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return res.Roots, nil
+		}),
+	}
+}
+
 // passOn makes an upstream's result the gateway's: ttlMs and cacheScope are left to the
-// gateway's server (which says not to reuse them), and a host of the initialize generation
-// gets no resultType.
+// gateway's server (which says not to reuse them), the upstream's serverInfo is dropped
+// (the gateway's own goes in), and resultType stays only when it is not "complete" (a
+// 2026-07-28 input_required result), first, as the gateway's server expects it.
 func passOn(res json.RawMessage, modern bool) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(res, &m) != nil || m == nil {
@@ -261,9 +323,8 @@ func passOn(res json.RawMessage, modern bool) json.RawMessage {
 	}
 	delete(m, "ttlMs")
 	delete(m, "cacheScope")
-	if !modern {
-		delete(m, "resultType")
-	}
+	rt := m["resultType"]
+	delete(m, "resultType")
 	if meta, ok := m["_meta"]; ok {
 		// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
 		// serverInfo names the server that answers).
@@ -277,11 +338,18 @@ func passOn(res json.RawMessage, modern bool) json.RawMessage {
 			}
 		}
 	}
-	out, err := json.Marshal(m)
+	rest, err := json.Marshal(m)
 	if err != nil {
 		return res
 	}
-	return out
+	if !modern || rt == nil || string(rt) == `"complete"` {
+		return rest
+	}
+	out := append([]byte(`{"resultType":`), rt...)
+	if len(rest) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, rest[1:]...)
 }
 
 // complete serves completion/complete: a prompt's arguments at the upstream that owns the

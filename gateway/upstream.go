@@ -231,7 +231,7 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	c, err := client.Connect(cctx, t, client.WithClientInfo(u.g.opts.Info))
+	c, err := client.Connect(cctx, t, append(askHost(), client.WithClientInfo(u.g.opts.Info))...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect: %w", err)
 	}
