@@ -25,19 +25,30 @@
 // # Lists and routing
 //
 // The gateway is an mcp.Server, so it serves both protocol generations over stdio and over
-// Streamable HTTP (package httpx) with their sessions kept apart. It mirrors each upstream's
-// lists into its own registry: the lists are the gateway's, with its own pagination cursors
-// over the merged snapshot, and a change of any upstream's list (its list_changed, a child
-// restarted, an upstream down or back) is a list_changed of the gateway's. tools/call,
-// prompts/get, resources/read and completion/complete are passed on raw to the upstream
-// that owns the name, with progress, log messages and cancellation carried across. An
-// upstream that is down drops out of the lists; a call that names it is answered with an
-// error that names it.
+// Streamable HTTP (package httpx) with their sessions kept apart (log level and
+// subscriptions are each session's). It mirrors each upstream's lists into its own
+// registry: the lists are the gateway's, with its own pagination cursors over the merged
+// snapshot (each upstream is read to its end), and a change of any upstream's list (its
+// list_changed, a child restarted, an upstream down or back) is one list_changed of the
+// gateway's per list. tools/call, prompts/get and resources/read are passed on raw to the
+// upstream that owns the name, with progress, log messages and cancellation carried
+// across; completions go to the owner of the prompt or template. The host's capabilities
+// are declared on each call to the upstream, and what an upstream asks of its client
+// (elicitation, sampling, roots) is asked of the host whose request it answers: a
+// server-to-client request for a host of the initialize generation, the upstream's
+// input_required result as it is for a 2026-07-28 host. Every upstream is told the lowest
+// log level (debug); each host gets only what its own level asks for. Resource updates of
+// every resource an upstream lists are subscribed to, and reach only the hosts that
+// subscribed. An upstream that is down drops out of the lists; a call that names it is
+// answered with an error that names it.
 //
 // # Not yet
 //
-// Not yet: server-to-client requests (sampling, elicitation, roots) and input_required
-// results across the gateway, tasks/* routing, resource subscriptions passed on to the
-// upstreams, reload on SIGHUP or a changed file, a --status view, and OAuth for remote
-// upstreams.
+// Not yet: tasks/* routed by task id (a tool an upstream runs as a task is waited for by
+// the gateway instead), a 2026-07-28 host's questions to an upstream of the initialize
+// generation, reload on SIGHUP or a changed file, a --status view (Gateway.Status has it),
+// OAuth for remote upstreams, and ttlMs/cacheScope merged from the upstreams (the
+// gateway's lists say ttlMs 0: not to be reused). Over stdio an upstream's log messages
+// name no request: they reach the host's call only while it is the one call in flight to
+// that upstream.
 package gateway

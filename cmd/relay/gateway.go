@@ -48,9 +48,9 @@ server. With --listen it is served over Streamable HTTP (endpoint /mcp, both pro
 generations, with Origin and Host checks, limits, /metrics, /healthz, and /readyz, which is
 ready once every server has been tried and one is up).
 
-Not yet: server-to-client requests (sampling, elicitation, roots) and input_required
-across the gateway, tasks, reload on SIGHUP or a changed FILE, --status, OAuth for remote
-servers.
+Sampling, elicitation and roots requests of a server go to the host whose request it
+answers. Not yet: tasks/* routed by task id, reload on SIGHUP or a changed FILE, --status,
+OAuth for remote servers.
 
 Flags:
 `
