@@ -108,6 +108,12 @@ type fixture struct {
 // has been tried once; the test's end closes it.
 func startGateway(t *testing.T, cfg []byte) *fixture {
 	t.Helper()
+	return startGatewayWith(t, cfg, nil)
+}
+
+// startGatewayWith is startGateway with options changed by tune.
+func startGatewayWith(t *testing.T, cfg []byte, tune func(*gateway.Options)) *fixture {
+	t.Helper()
 	c, err := gateway.ParseConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +121,12 @@ func startGateway(t *testing.T, cfg []byte) *fixture {
 	core, logs := observer.New(zap.InfoLevel)
 	// No health probes during a test: over stdio an upstream's log messages name no request,
 	// and reach the gateway's call only while it is the one call in flight to that upstream.
-	g, err := gateway.New(context.Background(), c, &gateway.Options{Logger: zap.New(core), ChildStderr: testWriter{t},
-		HealthEvery: time.Hour})
+	opts := &gateway.Options{Logger: zap.New(core), ChildStderr: testWriter{t},
+		HealthEvery: time.Hour}
+	if tune != nil {
+		tune(opts)
+	}
+	g, err := gateway.New(context.Background(), c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,21 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/gateway"
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
 )
@@ -46,5 +57,73 @@ func TestGateway_RemoteUpstreamOverHTTP(t *testing.T) {
 	})
 	if f.logs.FilterMessageSnippet("same resource URI").Len() != 1 {
 		t.Errorf("the duplicate URI was not warned of once: %v", f.logs.All())
+	}
+}
+
+// httpServer serves an mcp.Server on addr until stop (or the test's end).
+type httpServer struct {
+	stop func()
+}
+
+func serveAt(t *testing.T, addr string, s *mcp.Server) *httpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop()})
+	srv := &http.Server{Handler: h}
+	served := make(chan struct{})
+	go func() { // ends with Close, below
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			srv.Close() // at once: the remote goes away as a crashed server would
+			h.Close()
+			<-served
+		})
+	}
+	t.Cleanup(stop)
+	return &httpServer{stop: stop}
+}
+
+// A remote upstream that goes away leaves the lists, with list_changed, and its calls get
+// an error that names it; once it is back at its URL, the gateway lists it again.
+func TestGateway_RemoteUpstreamGoesAwayAndComesBack(t *testing.T) {
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	first := serveAt(t, addr, remote)
+	f := startGatewayWith(t, config(
+		entry("echo", echoBin(t), ""),
+		fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr),
+	), func(o *gateway.Options) { o.HealthEvery = 50 * time.Millisecond })
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	if names := toolNames(t, c); !slices.Contains(names, "far__note") {
+		t.Fatalf("before: %v", names)
+	}
+	first.stop()
+	waitForTools(t, c, "the remote's tools leave the list", func(names []string) bool {
+		return !slices.Contains(names, "far__note") && slices.Contains(names, "echo__echo")
+	})
+	_, err = c.CallTool(context.Background(), "far__note", noteIn{Text: "x"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || !strings.Contains(je.Message, `"far"`) {
+		t.Errorf("a call to the remote that went away: %v, want an error naming it", err)
+	}
+	serveAt(t, addr, remote)
+	waitForTools(t, c, "the remote's tools come back", func(names []string) bool { return slices.Contains(names, "far__note") })
+	if r, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "back"}); err != nil || text(r) != "remote: back" {
+		t.Errorf("far__note once back: %q %v", text(r), err)
 	}
 }

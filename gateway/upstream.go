@@ -35,6 +35,7 @@ type upstream struct {
 	starts, restarts atomic.Int64
 	changed          atomic.Uint32
 	lost             atomic.Bool // a call found the connection closed
+	probe            atomic.Bool // a call failed below JSON-RPC: ask the upstream whether it answers
 	kick             chan struct{}
 	tried            chan struct{} // closed once it has been connected, or failed to be
 	triedOnce        sync.Once
@@ -157,8 +158,10 @@ func (u *upstream) callError(ctx context.Context, method string, err error) erro
 	}
 	if errors.Is(err, client.ErrClosed) {
 		u.lost.Store(true)
-		u.signal(0) // the actor finds out at once
+	} else {
+		u.probe.Store(true) // a remote server gone away, say: the actor asks it at once
 	}
+	u.signal(0)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("upstream server %q could not answer %s: %v", u.cfg.Name, method, err),
 		Data:    map[string]any{"upstream": u.cfg.Name, "retryable": true}}
@@ -284,6 +287,7 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			}
 			if err != nil {
 				u.log.Info("the upstream's change stream ended; it is opened again", zap.Error(err))
+				u.probe.Store(true)
 			}
 			relisten = time.After(time.Second)
 		case <-relisten:
@@ -292,22 +296,17 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			startListen()
 		case <-u.kick:
 		case <-health.C:
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := c.Ping(pctx)
-			cancel()
-			if ctx.Err() != nil {
+			u.probe.Store(true)
+		}
+		if u.probe.Swap(false) {
+			switch err := u.check(ctx, c); {
+			case ctx.Err() != nil:
 				return nil
-			}
-			var je *jsonrpc.Error
-			switch {
 			case errors.Is(err, client.ErrClosed):
 				return err
-			case err != nil && !errors.As(err, &je): // an answer, even an error, is a server that answers
-				u.setState(stateDown, fmt.Errorf("does not answer: %w", err))
+			case err != nil:
+				u.setState(stateDown, err)
 				continue
-			}
-			if u.status().State == stateDown {
-				u.signal(changedAll) // back: list it again
 			}
 		}
 		if u.lost.Swap(false) { // a call found the connection closed
@@ -349,6 +348,26 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 // subscribes reports whether the upstream declared resource subscriptions.
 func subscribes(c *client.Client) bool {
 	return string(jsonrpc.Field(jsonrpc.Field(c.Capabilities(), "resources"), "subscribe")) == "true"
+}
+
+// check asks the upstream whether it answers (ping, or server/discover under
+// 2026-07-28); an answer, even an error, is a server that answers. One that answers after
+// it was down is listed again.
+func (u *upstream) check(ctx context.Context, c *client.Client) error {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := c.Ping(pctx)
+	cancel()
+	var je *jsonrpc.Error
+	switch {
+	case errors.Is(err, client.ErrClosed):
+		return err
+	case err != nil && !errors.As(err, &je):
+		return fmt.Errorf("does not answer: %w", err)
+	}
+	if u.status().State == stateDown {
+		u.signal(changedAll) // back: list it again
+	}
+	return nil
 }
 
 // listen opens the upstream's change stream: its list changes, and the updates of its
