@@ -42,11 +42,17 @@
 // subscribed. An upstream that is down drops out of the lists; a call that names it is
 // answered with an error that names it.
 //
+// # Reload
+//
+// Reload brings a running gateway to a new configuration: servers added, removed or changed
+// start and stop one by one, the others are left alone, and the hosts hear list_changed
+// (relay gateway reloads on SIGHUP and when its file changes).
+//
 // # Not yet
 //
 // Not yet: tasks/* routed by task id (a tool an upstream runs as a task is waited for by
 // the gateway instead), a 2026-07-28 host's questions to an upstream of the initialize
-// generation, reload on SIGHUP or a changed file, a --status view (Gateway.Status has it),
+// generation, a --status view (Gateway.Status has it),
 // OAuth for remote upstreams, and ttlMs/cacheScope merged from the upstreams (the
 // gateway's lists say ttlMs 0: not to be reused). Over stdio an upstream's log messages
 // name no request: they reach the host's call only while it is the one call in flight to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,10 @@ type Gateway struct {
 	srv  *mcp.Server
 	opts Options
 	log  *zap.Logger
-	ups  []*upstream
+	ups  atomic.Pointer[[]*upstream] // in config order; Reload replaces it
+
+	reloading sync.Mutex // one Reload at a time
+	life      context.Context
 
 	routes atomic.Pointer[routes] // what each exposed name and URI routes to, read by every call
 
@@ -96,19 +100,74 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.registered = registered{tools: map[string]string{}, prompts: map[string]string{},
 		resources: map[string]string{}, templates: map[string]string{}}
 	g.routes.Store(&routes{})
+	ups := make([]*upstream, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		g.ups = append(g.ups, newUpstream(g, s))
+		ups = append(ups, newUpstream(g, s))
 	}
-	life, stop := context.WithCancel(context.WithoutCancel(ctx))
-	g.stop = stop
-	for _, u := range g.ups {
-		g.wg.Add(1)
-		go func() { // the upstream's actor; Close ends it and waits
-			defer g.wg.Done()
-			u.run(life)
-		}()
+	g.ups.Store(&ups)
+	g.life, g.stop = context.WithCancel(context.WithoutCancel(ctx))
+	for _, u := range ups {
+		g.start(u)
 	}
 	return g, nil
+}
+
+// start runs u's actor until u.stop or Close.
+func (g *Gateway) start(u *upstream) {
+	ctx, stop := context.WithCancel(g.life)
+	u.stop, u.done = stop, make(chan struct{})
+	g.wg.Add(1)
+	go func() { // the upstream's actor; Close (or Reload) ends it and waits
+		defer g.wg.Done()
+		defer close(u.done)
+		u.run(ctx)
+	}()
+}
+
+// upstreams returns the upstreams, in config order.
+func (g *Gateway) upstreams() []*upstream { return *g.ups.Load() }
+
+// Reload brings the gateway to cfg without a break for its hosts: a server that cfg adds
+// is started, one it no longer names is stopped (a local child in the stdio order, after its
+// calls in flight have had their drain time), one whose entry changed is stopped and
+// started again, and the others go on untouched, their children and calls with them. The
+// hosts hear list_changed for the lists that changed, and stay connected. The separator
+// and the other Options stay as New set them.
+func (g *Gateway) Reload(cfg *Config) error {
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return errors.New("gateway: the new configuration names no server; the gateway keeps the old one")
+	}
+	g.reloading.Lock()
+	defer g.reloading.Unlock()
+	if g.life.Err() != nil {
+		return errors.New("gateway: closed")
+	}
+	old := map[string]*upstream{}
+	for _, u := range g.upstreams() {
+		old[u.cfg.Name] = u
+	}
+	var next, started []*upstream
+	for _, s := range cfg.Servers {
+		if u := old[s.Name]; u != nil && reflect.DeepEqual(u.cfg, s) {
+			next = append(next, u)
+			delete(old, s.Name)
+			continue
+		}
+		u := newUpstream(g, s)
+		next, started = append(next, u), append(started, u)
+	}
+	g.ups.Store(&next)
+	for name, u := range old { // removed or changed: their entries leave with the rebuild
+		u.log.Info("stopping the server: the configuration no longer names it as it was", zap.String("server", name))
+		u.stop()
+		<-u.done
+	}
+	g.rebuild()
+	for _, u := range started {
+		g.start(u)
+	}
+	g.log.Info("configuration reloaded", zap.Int("servers", len(next)), zap.Int("started", len(started)), zap.Int("stopped", len(old)))
+	return nil
 }
 
 // Server returns the merged MCP server, for stdio.ServeStdio(ctx, g.Server().Runtime()) or
@@ -139,8 +198,9 @@ type UpstreamStatus struct {
 
 // Status reports each upstream's state, in config order.
 func (g *Gateway) Status() []UpstreamStatus {
-	out := make([]UpstreamStatus, 0, len(g.ups))
-	for _, u := range g.ups {
+	ups := g.upstreams()
+	out := make([]UpstreamStatus, 0, len(ups))
+	for _, u := range ups {
 		out = append(out, u.status())
 	}
 	return out
@@ -150,7 +210,7 @@ func (g *Gateway) Status() []UpstreamStatus {
 // host that lists the tools right after its handshake (and may not heed list_changed)
 // then sees every upstream that could start. It returns ctx's error if ctx ends first.
 func (g *Gateway) Started(ctx context.Context) error {
-	for _, u := range g.ups {
+	for _, u := range g.upstreams() {
 		select {
 		case <-u.tried:
 		case <-ctx.Done():
@@ -163,7 +223,7 @@ func (g *Gateway) Started(ctx context.Context) error {
 // Ready reports whether every upstream has been reached once and at least one is up.
 func (g *Gateway) Ready() bool {
 	anyUp := false
-	for _, u := range g.ups {
+	for _, u := range g.upstreams() {
 		switch u.status().State {
 		case stateStarting:
 			return false

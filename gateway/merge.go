@@ -65,7 +65,7 @@ func (g *Gateway) rebuild() {
 	prompts := map[string]*mcp.Prompt{}
 	resources := map[string]*mcp.Resource{}
 	templates := map[string]*mcp.ResourceTemplate{}
-	for _, u := range g.ups {
+	for _, u := range g.upstreams() {
 		l := u.lists()
 		if !l.known {
 			continue

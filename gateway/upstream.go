@@ -29,6 +29,8 @@ type upstream struct {
 	log *zap.Logger
 
 	client atomic.Pointer[client.Client] // nil while it is not connected
+	stop   context.CancelFunc            // ends its actor (set by Gateway.start)
+	done   chan struct{}                 // closed when its actor has returned
 
 	// What the supervised child's observer and the listen stream report, for the actor:
 	// counters and bits, and a wake-up (kick, which never blocks its sender).

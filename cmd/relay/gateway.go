@@ -48,9 +48,10 @@ server. With --listen it is served over Streamable HTTP (endpoint /mcp, both pro
 generations, with Origin and Host checks, limits, /metrics, /healthz, and /readyz, which is
 ready once every server has been tried and one is up).
 
-Sampling, elicitation and roots requests of a server go to the host whose request it
-answers. Not yet: tasks/* routed by task id, reload on SIGHUP or a changed FILE, --status,
-OAuth for remote servers.
+SIGHUP or a change of FILE (checked every --reload-check) reloads it: servers added,
+removed or changed start and stop one by one, and the host sees list_changed, never a
+disconnect. Sampling, elicitation and roots requests of a server go to the host whose
+request it answers. Not yet: tasks/* routed by task id, --status, OAuth for remote servers.
 
 Flags:
 `
@@ -63,6 +64,7 @@ func runGateway(args []string) int {
 	separator := fs.String("separator", gateway.DefaultSeparator, "what joins a server's prefix and its own tool or prompt name")
 	origins := fs.String("allow-origin", "", "with --listen: a browser origin to allow besides loopback ones")
 	verbose := fs.Bool("v", false, "log upstreams' lifecycle and renamed tools at info level (default: warnings)")
+	reloadEvery := fs.Duration("reload-check", 2*time.Second, "how often FILE is checked for a change, which reloads it as SIGHUP does (0: only SIGHUP)")
 	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -117,6 +119,15 @@ func runGateway(args []string) int {
 		return 2
 	}
 	defer g.Close()
+	// SIGHUP, or a change of FILE, reloads it: the servers added, removed or changed start
+	// and stop one by one, and the host stays connected.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { // ends with watchCtx, before g is closed
+		defer close(watched)
+		watchConfig(watchCtx, *config, *reloadEvery, g, log)
+	}()
+	defer func() { stopWatching(); <-watched }()
 	// Served once every server has started or failed to (a minute at most): hosts list the
 	// tools right after their handshake, and some never heed list_changed.
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -150,4 +161,50 @@ func runGateway(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// watchConfig reloads the gateway's configuration from path at each SIGHUP and, every
+// interval (0: never), when the file's size or modification time has changed, until ctx
+// ends. A file that cannot be read or is not a valid configuration is logged, and the
+// gateway keeps the configuration it has.
+func watchConfig(ctx context.Context, path string, interval time.Duration, g *gateway.Gateway, log *zap.Logger) {
+	hup := make(chan os.Signal, 1)
+	defer notifyReload(hup)()
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	stamp := func() string {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	}
+	seen := stamp()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		case <-tick:
+			now := stamp()
+			if now == seen || now == "" {
+				continue
+			}
+			seen = now
+		}
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var cfg *gateway.Config
+			if cfg, err = gateway.ParseConfig(data); err == nil {
+				err = g.Reload(cfg)
+			}
+		}
+		if err != nil {
+			log.Error("relay gateway cannot reload its configuration; it keeps the one it has", zap.String("config", path), zap.Error(err))
+		}
+	}
 }
