@@ -52,7 +52,8 @@
 //
 // Not yet: tasks/* routed by task id (a tool an upstream runs as a task is waited for by
 // the gateway instead), a 2026-07-28 host's questions to an upstream of the initialize
-// generation, a --status view (Gateway.Status has it),
+// generation, a relay gateway --status command (the state of each upstream is the
+// gateway's own resource, relay-gateway://status, and Gateway.Status),
 // OAuth for remote upstreams, and ttlMs/cacheScope merged from the upstreams (the
 // gateway's lists say ttlMs 0: not to be reused). Over stdio an upstream's log messages
 // name no request: they reach the host's call only while it is the one call in flight to

@@ -97,6 +97,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Middleware:   []mcp.Middleware{g.middleware},
 	})
 	g.srv.SetCompletionHandler(g.complete)
+	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",
+		Description: "Each server of the gateway: its state (starting, up, restarting, down), restarts, last error and how many tools, prompts and resources it offers.",
+		MimeType:    "application/json"}, g.readStatus)
 	g.registered = registered{tools: map[string]string{}, prompts: map[string]string{},
 		resources: map[string]string{}, templates: map[string]string{}}
 	g.routes.Store(&routes{})
@@ -196,6 +199,18 @@ type UpstreamStatus struct {
 	Templates int    `json:"resourceTemplates"`
 }
 
+// StatusURI is the gateway's own resource: Status, as JSON. A host that subscribes to it
+// hears of every change of an upstream's state.
+const StatusURI = "relay-gateway://status"
+
+func (g *Gateway) readStatus(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	b, err := json.MarshalIndent(map[string]any{"servers": g.Status()}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: StatusURI, MimeType: "application/json", Text: string(b)}}}, nil
+}
+
 // Status reports each upstream's state, in config order.
 func (g *Gateway) Status() []UpstreamStatus {
 	ups := g.upstreams()
@@ -266,6 +281,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return g.forward(ctx, req, r.up, jsonrpc.SetMember(params, "name", quote(r.name)))
 		case "resources/read":
 			uri, _ := stringField(params, "uri")
+			if uri == StatusURI {
+				return next(ctx, req) // the gateway's own
+			}
 			u := rt.resourceOwner(uri)
 			if u == nil {
 				return nil, notFound(req, uri)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
@@ -229,6 +230,16 @@ func TestGateway_UpstreamThatCannotStartIsDownAndNamed(t *testing.T) {
 	}
 	if !f.g.Ready() {
 		t.Error("not ready with one upstream up and every one tried")
+	}
+	// The same, as the gateway's own resource.
+	res, err := c.ReadResource(context.Background(), gateway.StatusURI)
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("%s: %+v %v", gateway.StatusURI, res, err)
+	}
+	var status struct{ Servers []gateway.UpstreamStatus }
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &status); err != nil || len(status.Servers) != 2 ||
+		status.Servers[0].Name != "broken" || status.Servers[0].State != "down" || status.Servers[1].State != "up" {
+		t.Errorf("%s: %s (%v)", gateway.StatusURI, res.Contents[0].Text, err)
 	}
 }
 

@@ -136,6 +136,7 @@ func (g *Gateway) rebuild() {
 	}
 	g.routes.Store(rt)
 	g.srv.Batch(func() { g.sync(want, tools, prompts, resources, templates) })
+	g.srv.ResourceUpdated(StatusURI)
 	if g.opts.StateChanged != nil {
 		g.opts.StateChanged()
 	}

@@ -51,7 +51,8 @@ ready once every server has been tried and one is up).
 SIGHUP or a change of FILE (checked every --reload-check) reloads it: servers added,
 removed or changed start and stop one by one, and the host sees list_changed, never a
 disconnect. Sampling, elicitation and roots requests of a server go to the host whose
-request it answers. Not yet: tasks/* routed by task id, --status, OAuth for remote servers.
+request it answers. The resource relay-gateway://status says each server's state, restarts
+and last error. Not yet: tasks/* routed by task id, --status, OAuth for remote servers.
 
 Flags:
 `
