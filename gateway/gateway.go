@@ -393,41 +393,64 @@ func askHost() []client.Option {
 // passOn makes an upstream's result the gateway's: ttlMs and cacheScope are left to the
 // gateway's server (which says not to reuse them), the upstream's serverInfo is dropped
 // (the gateway's own goes in), and resultType stays only when it is not "complete" (a
-// 2026-07-28 input_required result), first, as the gateway's server expects it.
+// 2026-07-28 input_required result), first, as the gateway's server expects it. Every
+// other member is kept as the upstream wrote it.
 func passOn(res json.RawMessage, modern bool) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(res, &m) != nil || m == nil {
+	if !jsonrpc.IsObject(res) {
 		return res
 	}
-	delete(m, "ttlMs")
-	delete(m, "cacheScope")
-	rt := m["resultType"]
-	delete(m, "resultType")
-	if meta, ok := m["_meta"]; ok {
-		// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
-		// serverInfo names the server that answers).
-		var mm map[string]json.RawMessage
-		if json.Unmarshal(meta, &mm) == nil {
-			delete(mm, mcp.MetaServerInfo)
-			if len(mm) == 0 {
-				delete(m, "_meta")
-			} else {
-				m["_meta"], _ = json.Marshal(mm)
+	out := make([]byte, 0, len(res)+16)
+	out = append(out, '{')
+	jsonrpc.EachMember(res, func(key, value []byte) bool {
+		switch string(key) {
+		case "ttlMs", "cacheScope":
+			return true
+		case "resultType":
+			if modern && string(value) != `"complete"` {
+				rest := out[1:]
+				out = append(append(append([]byte(`{"resultType":`), value...), ','), rest...)
+			}
+			return true
+		case "_meta":
+			// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
+			// serverInfo names the server that answers).
+			if value = withoutMember(value, mcp.MetaServerInfo); string(value) == "{}" {
+				return true
 			}
 		}
+		out = appendMember(out, key, value)
+		return true
+	})
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
 	}
-	rest, err := json.Marshal(m)
-	if err != nil {
-		return res
+	return append(out, '}')
+}
+
+// appendMember appends "key":value, to an object being written.
+func appendMember(out, key, value []byte) []byte {
+	out = jsonrpc.AppendString(out, string(key))
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, ',')
+}
+
+// withoutMember returns the object obj without its member key.
+func withoutMember(obj []byte, key string) []byte {
+	if jsonrpc.Field(obj, key) == nil {
+		return obj
 	}
-	if !modern || rt == nil || string(rt) == `"complete"` {
-		return rest
+	out := []byte{'{'}
+	jsonrpc.EachMember(obj, func(k, v []byte) bool {
+		if string(k) != key {
+			out = appendMember(out, k, v)
+		}
+		return true
+	})
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
 	}
-	out := append([]byte(`{"resultType":`), rt...)
-	if len(rest) > 2 {
-		out = append(out, ',')
-	}
-	return append(out, rest[1:]...)
+	return append(out, '}')
 }
 
 // complete serves completion/complete: a prompt's arguments at the upstream that owns the

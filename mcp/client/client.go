@@ -332,18 +332,15 @@ func (c *Client) addModernMeta(meta map[string]any) {
 
 // withTasks returns a capabilities object with the tasks extension declared in it (CallTool
 // waits for a task), or, when caps is not an object, the tasks extension alone.
-func withTasks(caps json.RawMessage) map[string]any {
-	var m map[string]any
-	if json.Unmarshal(caps, &m) != nil || m == nil {
-		m = map[string]any{}
+func withTasks(caps json.RawMessage) json.RawMessage {
+	if !jsonrpc.IsObject(caps) {
+		caps = json.RawMessage(`{}`)
 	}
-	ext, _ := m["extensions"].(map[string]any)
-	if ext == nil {
-		ext = map[string]any{}
+	ext := jsonrpc.Field(caps, "extensions")
+	if !jsonrpc.IsObject(ext) {
+		ext = []byte(`{}`)
 	}
-	ext[mcp.ExtensionTasks] = map[string]any{}
-	m["extensions"] = ext
-	return m
+	return jsonrpc.SetMember(caps, "extensions", jsonrpc.SetMember(ext, mcp.ExtensionTasks, []byte(`{}`)))
 }
 
 // notify sends a notification.
