@@ -32,7 +32,9 @@ type Server struct {
 	Args    []string
 	Env     map[string]string
 	Dir     string
-	// URL and Headers reach a remote server over Streamable HTTP.
+	// URL and Headers reach a remote server over Streamable HTTP. A header value may name
+	// environment variables of the gateway's as $VAR or ${VAR} (a token kept out of the
+	// file); they are expanded when the gateway connects.
 	URL     string
 	Headers map[string]string
 	// Prefix names the server's tools and prompts: PREFIX + separator + NAME. Empty: the

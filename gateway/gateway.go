@@ -180,7 +180,9 @@ func (g *Gateway) Server() *mcp.Server { return g.srv }
 // Close disconnects every upstream (local children are stopped in the stdio order, after
 // their calls in flight have had their drain time) and waits for the gateway's goroutines.
 func (g *Gateway) Close() error {
+	g.reloading.Lock() // a Reload under way ends first; one after this finds the gateway closed
 	g.stop()
+	g.reloading.Unlock()
 	g.wg.Wait()
 	return nil
 }

@@ -158,7 +158,7 @@ func (g *Gateway) expose(taken map[string]route, u *upstream, kind, own string) 
 	}
 	if changed {
 		g.once(kind+" name "+u.cfg.Name+" "+own, func() {
-			g.log.Info("a "+kind+" name was made valid (^[a-zA-Z0-9_-]{1,64}$) for the hosts that require it",
+			g.log.Warn("a "+kind+" is exposed under another name than PREFIX"+g.opts.Separator+"NAME: hosts require ^[a-zA-Z0-9_-]{1,64}$",
 				zap.String("upstream", u.cfg.Name), zap.String(kind, own), zap.String("exposed_as", name))
 		})
 	}

@@ -37,10 +37,18 @@ func TestGateway_RemoteUpstreamOverHTTP(t *testing.T) {
 	remote.AddResource(&mcp.Resource{URI: "test://static-text", Name: "shadowed"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.URI, Text: "the remote's copy"}}}, nil
 	})
-	url := serveHTTP(t, remote)
+	var seen sync.Map // the X-Relay-Test values the remote was sent
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(r.Header.Get("X-Relay-Test"), true)
+			h.ServeHTTP(w, r)
+		})
+	})
+	t.Setenv("RELAY_GATEWAY_TEST_TOKEN", "from-the-environment")
 	f := startGateway(t, config(
 		entry("everything", everythingBin(t), `"relay": {"prefix": "ev"}`),
-		fmt.Sprintf(`"far": {"url": %q, "headers": {"X-Relay-Test": "1"}, "type": "http"}`, url),
+		fmt.Sprintf(`"far": {"url": "http://%s/mcp", "headers": {"X-Relay-Test": "token ${RELAY_GATEWAY_TEST_TOKEN}"}, "type": "http"}`, addr),
 	))
 	eachClient(t, f, func(t *testing.T, c *client.Client) {
 		if names := toolNames(t, c); !slices.Contains(names, "far__note") || !slices.Contains(names, "ev__test_simple_text") {
@@ -55,6 +63,11 @@ func TestGateway_RemoteUpstreamOverHTTP(t *testing.T) {
 			t.Errorf("a URI two upstreams list is served by the first: %+v %v", res, err)
 		}
 	})
+	if _, ok := seen.Load("token from-the-environment"); !ok {
+		var got []any
+		seen.Range(func(k, _ any) bool { got = append(got, k); return true })
+		t.Errorf("the remote was sent X-Relay-Test %v, want the configured header with its variable expanded", got)
+	}
 	if f.logs.FilterMessageSnippet("same resource URI").Len() != 1 {
 		t.Errorf("the duplicate URI was not warned of once: %v", f.logs.All())
 	}
@@ -65,14 +78,19 @@ type httpServer struct {
 	stop func()
 }
 
-func serveAt(t *testing.T, addr string, s *mcp.Server) *httpServer {
+// wrap, when given, wraps the MCP handler (to look at the requests).
+func serveAt(t *testing.T, addr string, s *mcp.Server, wrap func(http.Handler) http.Handler) *httpServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop()})
-	srv := &http.Server{Handler: h}
+	var handler http.Handler = h
+	if wrap != nil {
+		handler = wrap(h)
+	}
+	srv := &http.Server{Handler: handler}
 	served := make(chan struct{})
 	go func() { // ends with Close, below
 		defer close(served)
@@ -97,13 +115,8 @@ func TestGateway_RemoteUpstreamGoesAwayAndComesBack(t *testing.T) {
 	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
 		return mcp.TextResult("remote: " + in.Text), nil
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	first := serveAt(t, addr, remote)
+	addr := freeAddr(t)
+	first := serveAt(t, addr, remote, nil)
 	f := startGatewayWith(t, config(
 		entry("echo", echoBin(t), ""),
 		fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr),
@@ -116,14 +129,25 @@ func TestGateway_RemoteUpstreamGoesAwayAndComesBack(t *testing.T) {
 	waitForTools(t, c, "the remote's tools leave the list", func(names []string) bool {
 		return !slices.Contains(names, "far__note") && slices.Contains(names, "echo__echo")
 	})
-	_, err = c.CallTool(context.Background(), "far__note", noteIn{Text: "x"})
+	_, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "x"})
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || !strings.Contains(je.Message, `"far"`) {
 		t.Errorf("a call to the remote that went away: %v, want an error naming it", err)
 	}
-	serveAt(t, addr, remote)
+	serveAt(t, addr, remote, nil)
 	waitForTools(t, c, "the remote's tools come back", func(names []string) bool { return slices.Contains(names, "far__note") })
 	if r, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "back"}); err != nil || text(r) != "remote: back" {
 		t.Errorf("far__note once back: %q %v", text(r), err)
 	}
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
