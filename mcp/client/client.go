@@ -27,6 +27,10 @@ type Client struct {
 	caps         json.RawMessage
 	instructions string
 
+	metaOnce sync.Once // encodes capsJSON and infoJSON, for appendMeta
+	capsJSON []byte    // the client's capabilities with the tasks extension, encoded
+	infoJSON []byte    // the client's info, encoded
+
 	reinit   sync.Mutex // held while a new session replaces one the server ended
 	mu       sync.Mutex
 	headers  map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
@@ -184,7 +188,8 @@ func WithNotifications(fn func(method string, params json.RawMessage)) CallOptio
 // request is one call to make.
 type request struct {
 	method  string
-	params  map[string]any // nil: none but _meta
+	params  map[string]any  // nil: none but _meta
+	raw     json.RawMessage // params as a caller of Call wrote them, sent as they are but for _meta; or nil
 	name    string
 	headers map[string]string
 }
@@ -224,6 +229,9 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 		case round == maxInputRounds:
 			return nil, fmt.Errorf("%w: %s was still asking after %d rounds", ErrInputRequired, r.method, round)
 		}
+		if r.raw != nil { // a retry is written from the members
+			params, r.raw = rawParams(r.raw), nil
+		}
 		if params, err = c.answerInputs(ctx, res, params); err != nil {
 			return nil, err
 		}
@@ -255,35 +263,44 @@ func (c *Client) reinitialize(ctx context.Context, ended string) error {
 // send sends r once, with params, under a new id, and returns the raw result.
 func (c *Client) send(ctx context.Context, r request, params map[string]any, co *callOptions) (json.RawMessage, error) {
 	id := jsonrpc.IntID(c.ids.Add(1))
-	meta := map[string]any{}
+	level := ""
 	if c.modern {
-		c.addModernMeta(meta)
-		if co.clientCaps != nil {
-			meta[mcp.MetaClientCapabilities] = withTasks(co.clientCaps)
-		}
-		level := co.logLevel
-		if level == "" {
+		if level = co.logLevel; level == "" {
 			c.mu.Lock()
 			level = c.logLevel
 			c.mu.Unlock()
 		}
-		if level != "" {
-			meta[mcp.MetaLogLevel] = level
+	}
+	var body []byte
+	if r.raw != nil && params == nil {
+		// The caller's members as they are; its _meta, if any, replaced by the client's,
+		// written at once.
+		body = jsonrpc.SetMember(r.raw, "_meta", c.appendMeta(nil, co, level, id))
+	} else {
+		meta := map[string]any{}
+		if c.modern {
+			c.addModernMeta(meta)
+			if co.clientCaps != nil {
+				meta[mcp.MetaClientCapabilities] = withTasks(co.clientCaps)
+			}
+			if level != "" {
+				meta[mcp.MetaLogLevel] = level
+			}
 		}
-	}
-	if co.progress != nil {
-		meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
-	}
-	wire := make(map[string]any, len(params)+1)
-	for k, v := range params {
-		wire[k] = v
-	}
-	if len(meta) > 0 {
-		wire["_meta"] = meta
-	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return nil, err
+		if co.progress != nil {
+			meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
+		}
+		wire := make(map[string]any, len(params)+1)
+		for k, v := range params {
+			wire[k] = v
+		}
+		if len(meta) > 0 {
+			wire["_meta"] = meta
+		}
+		var err error
+		if body, err = json.Marshal(wire); err != nil {
+			return nil, err
+		}
 	}
 	out := &outgoing{id: id, method: r.method, params: body, version: c.version, modern: c.modern,
 		name: r.name, headers: r.headers}
@@ -320,6 +337,44 @@ func resultType(res json.RawMessage) (string, error) {
 		return rt, nil
 	}
 	return "", fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
+}
+
+// appendMeta appends the request's _meta object to dst, as addModernMeta and send's map
+// would write it: under 2026-07-28 the protocol version, the capabilities (co's, or the
+// client's own, encoded once) and the client info, and the log level; a progressToken,
+// the request's id, when co asks for progress.
+func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrpc.ID) []byte {
+	dst = append(dst, '{')
+	if c.modern {
+		c.metaOnce.Do(func() {
+			caps := c.o.capabilities()
+			caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}}
+			c.capsJSON, _ = json.Marshal(caps)
+			c.infoJSON, _ = json.Marshal(c.o.info)
+		})
+		caps := c.capsJSON
+		if co.clientCaps != nil {
+			caps = withTasks(co.clientCaps)
+		}
+		dst = jsonrpc.AppendString(dst, mcp.MetaProtocolVersion)
+		dst = jsonrpc.AppendString(append(dst, ':'), c.version)
+		dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaClientCapabilities)
+		dst = append(append(dst, ':'), caps...)
+		dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaClientInfo)
+		dst = append(append(dst, ':'), c.infoJSON...)
+		if level != "" {
+			dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaLogLevel)
+			dst = jsonrpc.AppendString(append(dst, ':'), level)
+		}
+	}
+	if co.progress != nil {
+		if len(dst) > 1 {
+			dst = append(dst, ',')
+		}
+		dst = jsonrpc.AppendString(dst, mcp.MetaProgressToken)
+		dst = append(append(dst, ':'), id...) // unique: the request's own id
+	}
+	return append(dst, '}')
 }
 
 func (c *Client) addModernMeta(meta map[string]any) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
 )
 
 // Call sends a request of any method with params as given (a JSON object, or nil) and
@@ -17,57 +19,67 @@ import (
 // waited for (and cancelled when ctx ends first), and the tool's raw result returned.
 // An error the server answered with is a *jsonrpc.Error.
 func (c *Client) Call(ctx context.Context, method string, params json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if len(params) > 0 && string(params) != "null" {
-		if err := json.Unmarshal(params, &members); err != nil || members == nil {
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	} else if !jsonrpc.IsObject(params) {
+		return nil, fmt.Errorf("mcp/client: the params of %s must be a JSON object", method)
+	}
+	var res json.RawMessage
+	var err error
+	if _, isHTTP := c.conn.(*httpConn); method == "tools/call" && c.modern && isHTTP {
+		// The Mcp-Param-* headers come from the arguments: the members are read.
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(params, &members); err != nil {
 			return nil, fmt.Errorf("mcp/client: the params of %s must be a JSON object", method)
 		}
-	}
-	delete(members, "_meta")
-	if method == "tools/call" {
 		var name string
 		json.Unmarshal(members["name"], &name)
 		var args any
 		if raw, ok := members["arguments"]; ok && string(raw) != "null" {
 			args = raw
 		}
-		res, err := c.callTool(ctx, name, args, opts, members)
-		if err != nil {
+		res, err = c.callTool(ctx, name, args, opts, members)
+	} else {
+		// Sent as they are, but for _meta, which is the client's.
+		r := request{method: method, raw: params}
+		switch method {
+		case "tools/call", "prompts/get":
+			json.Unmarshal(jsonrpc.Field(params, "name"), &r.name)
+		case "resources/read":
+			json.Unmarshal(jsonrpc.Field(params, "uri"), &r.name)
+		}
+		res, err = c.call(ctx, r, opts...)
+	}
+	if err != nil || method != "tools/call" {
+		return res, err
+	}
+	if rt, _ := resultType(res); rt == "task" {
+		t := &Task{c: c}
+		if err := t.take(res); err != nil {
 			return nil, err
 		}
-		if rt, _ := resultType(res); rt == "task" {
-			t := &Task{c: c}
-			if err := t.take(res); err != nil {
-				return nil, err
-			}
-			res, err = t.wait(ctx)
-			if err != nil && ctx.Err() != nil {
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				t.Cancel(cctx)
-				cancel()
-			}
-			return res, err
+		res, err = t.wait(ctx)
+		if err != nil && ctx.Err() != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			t.Cancel(cctx)
+			cancel()
 		}
-		return res, nil
+		return res, err
 	}
-	r := request{method: method}
-	if members != nil {
-		r.params = make(map[string]any, len(members))
-		for k, v := range members {
-			r.params[k] = v
+	return res, nil
+}
+
+// rawParams returns the members of a raw params object but _meta, for a request written
+// from them.
+func rawParams(raw json.RawMessage) map[string]any {
+	params := map[string]any{}
+	jsonrpc.EachMember(raw, func(k, v []byte) bool {
+		if string(k) != "_meta" {
+			params[string(k)] = json.RawMessage(v)
 		}
-	}
-	var nameKey string
-	switch method {
-	case "prompts/get":
-		nameKey = "name"
-	case "resources/read":
-		nameKey = "uri"
-	}
-	if nameKey != "" {
-		json.Unmarshal(members[nameKey], &r.name)
-	}
-	return c.call(ctx, r, opts...)
+		return true
+	})
+	return params
 }
 
 // rawMembers adds the members of a raw params object other than name, arguments and _meta
