@@ -44,6 +44,19 @@ type Server struct {
 	Tools, Prompts Filter
 	// Restart tunes the supervision of a local command.
 	Restart Restart
+	// OAuth, for a remote server, authorizes its requests with OAuth 2.1 once it answers
+	// 401: the client credentials grant, with no user present.
+	OAuth *OAuth
+}
+
+// OAuth is a remote server's OAuth 2.1 client: credentials registered with its
+// authorization server, used with the client credentials grant (a gateway has no browser
+// to send a user to). ClientSecret may name environment variables ($VAR, ${VAR}), expanded
+// when the gateway connects, so that the secret stays out of the file.
+type OAuth struct {
+	ClientID, ClientSecret string
+	// Issuer, when set, is the only authorization server the credentials are sent to.
+	Issuer string
 }
 
 // Filter keeps the names that match an Allow glob (all, when Allow is empty) and no Deny
@@ -73,7 +86,8 @@ type Restart struct {
 
 // The keys of the "relay" object and of its "restart" object.
 var (
-	relayKeys   = []string{"prefix", "tools", "prompts", "restart"}
+	relayKeys   = []string{"prefix", "tools", "prompts", "restart", "oauth"}
+	oauthKeys   = []string{"clientId", "clientSecret", "issuer"}
 	filterKeys  = []string{"allow", "deny"}
 	restartKeys = []string{"policy", "limit", "backoff", "replay", "timeout", "probe", "stopWait", "drain"}
 )
@@ -87,6 +101,7 @@ var (
 //
 //	"relay": {"prefix": "gh", "tools": {"allow": ["get_*"], "deny": ["*_delete"]},
 //	          "prompts": {"deny": ["*"]},
+//	          "oauth": {"clientId": "gateway", "clientSecret": "${GH_SECRET}", "issuer": "https://auth.example.com"},
 //	          "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
 //	                      "replay": "annotated", "timeout": "0s", "probe": "0s",
 //	                      "stopWait": "2s", "drain": "5s"}}
@@ -218,6 +233,27 @@ func parseServer(name string, raw json.RawMessage) (Server, bool, error) {
 	}
 	if s.Prompts, err = parseFilter(rel["prompts"], `"relay"."prompts"`); err != nil {
 		return s, false, err
+	}
+	if raw, ok := rel["oauth"]; ok {
+		if s.URL == "" {
+			return s, false, errors.New(`"relay"."oauth" applies to a remote server ("url"), and this one is a local command`)
+		}
+		m, err := strictObject(raw, `"relay"."oauth"`, oauthKeys)
+		if err != nil {
+			return s, false, err
+		}
+		var o OAuth
+		for key, dst := range map[string]*string{"clientId": &o.ClientID, "clientSecret": &o.ClientSecret, "issuer": &o.Issuer} {
+			if v, ok := m[key]; ok {
+				if err := json.Unmarshal(v, dst); err != nil {
+					return s, false, fmt.Errorf(`"relay"."oauth".%s must be a string`, key)
+				}
+			}
+		}
+		if o.ClientID == "" {
+			return s, false, errors.New(`"relay"."oauth" needs "clientId" (and "clientSecret"): the client credentials registered with the server's authorization server`)
+		}
+		s.OAuth = &o
 	}
 	if raw, ok := rel["restart"]; ok {
 		if s.URL != "" {

@@ -33,6 +33,9 @@ func TestConfig_HostFileIsReadAsItIs(t *testing.T) {
 	if a.Name != "alpha.remote" || a.URL != "https://mcp.example.com/mcp" || a.Headers["Authorization"] != "Bearer x" {
 		t.Errorf("alpha: %+v", a)
 	}
+	if a.OAuth != nil {
+		t.Errorf("OAuth without \"relay\".\"oauth\": %+v", a.OAuth)
+	}
 	if a.Prefix != "alpha_remote" { // made a valid name
 		t.Errorf("prefix %q, want alpha_remote", a.Prefix)
 	}
@@ -110,6 +113,9 @@ func TestConfig_Errors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "a", "relay": {"restart": {"limit": "5"}}}}}`, "N/DURATION"},
 		{`{"mcpServers": {"a": {"command": "a", "relay": {"restart": {"backoff": "2s..1s"}}}}}`, "MIN..MAX"},
 		{`{"mcpServers": {"a": {"url": "http://x", "relay": {"restart": {}}}}}`, "remote"},
+		{`{"mcpServers": {"a": {"command": "a", "relay": {"oauth": {"clientId": "c"}}}}}`, "local command"},
+		{`{"mcpServers": {"a": {"url": "http://x", "relay": {"oauth": {"clientSecret": "s"}}}}}`, "clientId"},
+		{`{"mcpServers": {"a": {"url": "http://x", "relay": {"oauth": {"clientId": "c", "scope": "x"}}}}}`, `"scope"`},
 	} {
 		_, err := ParseConfig([]byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.says) {
@@ -140,4 +146,15 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestConfig_OAuthForARemoteServer(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"r": {"url": "https://r.example.com/mcp",
+	  "relay": {"oauth": {"clientId": "gw", "clientSecret": "${SECRET}", "issuer": "https://auth.example.com"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Servers[0].OAuth; o == nil || o.ClientID != "gw" || o.ClientSecret != "${SECRET}" || o.Issuer != "https://auth.example.com" {
+		t.Errorf("oauth: %+v", o)
+	}
 }

@@ -54,7 +54,9 @@
 // the gateway instead), a 2026-07-28 host's questions to an upstream of the initialize
 // generation, a relay gateway --status command (the state of each upstream is the
 // gateway's own resource, relay-gateway://status, and Gateway.Status),
-// OAuth for remote upstreams, and ttlMs/cacheScope merged from the upstreams (the
+// an interactive OAuth flow for remote upstreams (a gateway has no user at a browser: only
+// the client credentials grant, "relay": {"oauth": ...}, or a token in "headers"), and
+// ttlMs/cacheScope merged from the upstreams (the
 // gateway's lists say ttlMs 0: not to be reused). Over stdio an upstream's log messages
 // name no request: they reach the host's call only while it is the one call in flight to
 // that upstream.

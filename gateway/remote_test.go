@@ -81,31 +81,45 @@ type httpServer struct {
 // wrap, when given, wraps the MCP handler (to look at the requests).
 func serveAt(t *testing.T, addr string, s *mcp.Server, wrap func(http.Handler) http.Handler) *httpServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop()})
 	var handler http.Handler = h
 	if wrap != nil {
 		handler = wrap(h)
 	}
-	srv := &http.Server{Handler: handler}
+	stopServing := serveServer(t, addr, &http.Server{Handler: handler})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			stopServing()
+			h.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &httpServer{stop: stop}
+}
+
+// serveServer serves srv on addr until the returned stop (or the test's end), which closes
+// it at once: the server goes away as a crashed one would.
+func serveServer(t *testing.T, addr string, srv *http.Server) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan struct{})
 	go func() { // ends with Close, below
 		defer close(served)
 		srv.Serve(ln)
 	}()
 	var once sync.Once
-	stop := func() {
+	stop = func() {
 		once.Do(func() {
-			srv.Close() // at once: the remote goes away as a crashed server would
-			h.Close()
+			srv.Close()
 			<-served
 		})
 	}
 	t.Cleanup(stop)
-	return &httpServer{stop: stop}
+	return stop
 }
 
 // A remote upstream that goes away leaves the lists, with list_changed, and its calls get

@@ -214,7 +214,14 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 		for k, v := range u.cfg.Headers {
 			h.Set(k, os.ExpandEnv(v))
 		}
-		t = &client.HTTPTransport{URL: u.cfg.URL, Header: h, Client: u.g.opts.HTTPClient}
+		ht := &client.HTTPTransport{URL: u.cfg.URL, Header: h, Client: u.g.opts.HTTPClient}
+		if o := u.cfg.OAuth; o != nil {
+			// MCP 2025-11-25, Basic › Authorization, with the client credentials grant: a
+			// gateway has no user at a browser.
+			ht.OAuth = &client.OAuth{ClientID: o.ClientID, ClientSecret: os.ExpandEnv(o.ClientSecret), Issuer: o.Issuer,
+				Grant: client.ClientCredentials(), Client: u.g.opts.HTTPClient}
+		}
+		t = ht
 	} else {
 		spec := u.cfg.Restart.Spec
 		spec.Command = supervise.Command{Path: u.cfg.Command, Args: u.cfg.Args, Dir: u.cfg.Dir, Name: u.cfg.Name}

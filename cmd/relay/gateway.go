@@ -39,6 +39,7 @@ servers list is served by the first in FILE. A server that is down leaves the li
 Relay's options for a server go in its "relay" object:
   "relay": {"prefix": "gh", "tools": {"allow": ["get_*"], "deny": ["*delete*"]},
             "prompts": {"deny": ["*"]},
+            "oauth": {"clientId": "gw", "clientSecret": "${GH_SECRET}", "issuer": "https://..."},
             "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
                         "replay": "annotated", "timeout": "0s", "probe": "0s",
                         "stopWait": "2s", "drain": "5s"}}
@@ -52,7 +53,9 @@ SIGHUP or a change of FILE (checked every --reload-check) reloads it: servers ad
 removed or changed start and stop one by one, and the host sees list_changed, never a
 disconnect. Sampling, elicitation and roots requests of a server go to the host whose
 request it answers. The resource relay-gateway://status says each server's state, restarts
-and last error. Not yet: tasks/* routed by task id, --status, OAuth for remote servers.
+and last error. A remote server's "headers" and "oauth" clientSecret may name environment
+variables (${VAR}); "oauth" uses the client credentials grant (relay has no browser to send
+a user to). Not yet: tasks/* routed by task id, --status.
 
 Flags:
 `
