@@ -29,7 +29,7 @@ func TestGateway_RemoteUpstreamWithOAuthClientCredentials(t *testing.T) {
 			json.NewEncoder(w).Encode(map[string]any{"issuer": issuer, "token_endpoint": issuer + "/token",
 				"authorization_endpoint": issuer + "/authorize", "code_challenge_methods_supported": []string{"S256"},
 				"token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
-				"grant_types_supported": []string{"client_credentials"}})
+				"grant_types_supported":                 []string{"client_credentials"}})
 		case "/token":
 			r.ParseForm()
 			id, secret, _ := r.BasicAuth()
