@@ -273,3 +273,38 @@ func waitForTools(t *testing.T, c *client.Client, what string, cond func([]strin
 		}
 	}
 }
+
+// Sessions stay apart over HTTP: with the upstreams shared, each initialize-generation
+// session gets the log messages at the level it set, and no other's (MCP 2025-11-25,
+// Utilities › Logging: logging/setLevel is the session's).
+func TestGateway_SessionsKeepTheirOwnLogLevel(t *testing.T) {
+	f := twoServers(t, "")
+	url := serveHTTP(t, f.g.Server())
+	verbose := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	quiet := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	ctx := context.Background()
+	if err := verbose.SetLogLevel(ctx, mcp.LevelDebug); err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.SetLogLevel(ctx, mcp.LevelError); err != nil {
+		t.Fatal(err)
+	}
+	count := func(c *client.Client) int {
+		n := 0
+		_, err := c.CallTool(ctx, "ev__test_tool_with_logging", nil, client.WithNotifications(func(method string, _ json.RawMessage) {
+			if method == "notifications/message" {
+				n++ // on the call's own response stream, before its result
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(verbose); n < 3 {
+		t.Errorf("the session at debug got %d log messages, want at least 3", n)
+	}
+	if n := count(quiet); n != 0 {
+		t.Errorf("the session at error got %d info messages, want none", n)
+	}
+}
