@@ -43,6 +43,12 @@ type ServerOptions struct {
 	TaskTTL time.Duration
 	// TaskPollInterval is how often clients are asked to poll tasks/get (default 1 second).
 	TaskPollInterval time.Duration
+	// TaskHandler, when set, serves the 2026-07-28 tasks/get, tasks/update and tasks/cancel
+	// requests itself, in place of the server's TaskStore, and the server declares the
+	// tasks extension (io.modelcontextprotocol/tasks): a gateway passes them on to the
+	// server that owns the task. A request whose client did not declare the extension is
+	// refused with -32021 before it.
+	TaskHandler MethodHandler
 	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
 	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
 	// by the session itself and do not pass through it.
@@ -110,7 +116,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	s.serverInfo = raw
 	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
 	s.chains = s.middlewareChains()
-	empty := &registry{}
+	empty := &registry{tasksRouted: s.opts.TaskHandler != nil}
 	empty.index()
 	s.reg.Store(empty)
 	return s
