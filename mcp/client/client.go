@@ -131,15 +131,25 @@ type callOptions struct {
 	notes       func(method string, params json.RawMessage)
 	logLevel    string
 	returnInput bool
+	returnTask  bool
 	clientCaps  json.RawMessage
 }
 
+// ReturnTask makes Call return a tools/call that the server runs as a task as the task's
+// envelope (resultType "task") instead of waiting for the task: for a program that passes
+// the task on to a client of its own, which follows it with tasks/get
+// (io.modelcontextprotocol/tasks).
+func ReturnTask() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.returnTask = true })
+}
+
 // WithClientCapabilities declares caps (a ClientCapabilities object) on a 2026-07-28 call
-// instead of the capabilities the client's handlers give it, keeping the tasks extension
-// the client needs: for a program that passes on a request of a client of its own, whose
-// server must ask only for what that client declared (MCP 2026-07-28, Basic › _meta:
-// the capabilities of the request itself). Under the initialize generation, which declares
-// capabilities once at initialize, it does nothing.
+// as they are, instead of the capabilities the client's handlers give it and the tasks
+// extension: for a program that passes on a request of a client of its own, whose server
+// must ask only for what that client declared (MCP 2026-07-28, Basic › _meta: the
+// capabilities of the request itself). A server then runs a tool as a task only if caps
+// declare the extension; use ReturnTask to get the task. Under the initialize generation,
+// which declares capabilities once at initialize, it does nothing.
 func WithClientCapabilities(caps json.RawMessage) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.clientCaps = caps })
 }
@@ -281,7 +291,7 @@ func (c *Client) send(ctx context.Context, r request, params map[string]any, co 
 		if c.modern {
 			c.addModernMeta(meta)
 			if co.clientCaps != nil {
-				meta[mcp.MetaClientCapabilities] = withTasks(co.clientCaps)
+				meta[mcp.MetaClientCapabilities] = co.clientCaps
 			}
 			if level != "" {
 				meta[mcp.MetaLogLevel] = level
@@ -354,7 +364,7 @@ func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrp
 		})
 		caps := c.capsJSON
 		if co.clientCaps != nil {
-			caps = withTasks(co.clientCaps)
+			caps = co.clientCaps
 		}
 		dst = jsonrpc.AppendString(dst, mcp.MetaProtocolVersion)
 		dst = jsonrpc.AppendString(append(dst, ':'), c.version)
@@ -383,19 +393,6 @@ func (c *Client) addModernMeta(meta map[string]any) {
 	caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}} // CallTool waits for a task
 	meta[mcp.MetaClientCapabilities] = caps
 	meta[mcp.MetaClientInfo] = c.o.info
-}
-
-// withTasks returns a capabilities object with the tasks extension declared in it (CallTool
-// waits for a task), or, when caps is not an object, the tasks extension alone.
-func withTasks(caps json.RawMessage) json.RawMessage {
-	if !jsonrpc.IsObject(caps) {
-		caps = json.RawMessage(`{}`)
-	}
-	ext := jsonrpc.Field(caps, "extensions")
-	if !jsonrpc.IsObject(ext) {
-		ext = []byte(`{}`)
-	}
-	return jsonrpc.SetMember(caps, "extensions", jsonrpc.SetMember(ext, mcp.ExtensionTasks, []byte(`{}`)))
 }
 
 // notify sends a notification.

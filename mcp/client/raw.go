@@ -15,8 +15,9 @@ import (
 // members, and a progressToken with WithProgress), mirrors Mcp-Name (params.name of
 // tools/call and prompts/get, params.uri of resources/read) and, for tools/call, the
 // Mcp-Param-* headers, as its typed calls do. An input_required result is answered through
-// the client's handlers as for every call; a tools/call the server runs as a task is
-// waited for (and cancelled when ctx ends first), and the tool's raw result returned.
+// the client's handlers as for every call (ReturnInputRequired returns it instead); a
+// tools/call the server runs as a task is waited for (and cancelled when ctx ends first),
+// and the tool's raw result returned (ReturnTask returns the task instead).
 // An error the server answered with is a *jsonrpc.Error.
 func (c *Client) Call(ctx context.Context, method string, params json.RawMessage, opts ...CallOption) (json.RawMessage, error) {
 	if len(params) == 0 || string(params) == "null" {
@@ -53,7 +54,11 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	if err != nil || method != "tools/call" {
 		return res, err
 	}
-	if rt, _ := resultType(res); rt == "task" {
+	var co callOptions
+	for _, opt := range opts {
+		opt.applyCall(&co)
+	}
+	if rt, _ := resultType(res); rt == "task" && !co.returnTask {
 		t := &Task{c: c}
 		if err := t.take(res); err != nil {
 			return nil, err
