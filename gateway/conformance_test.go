@@ -27,7 +27,9 @@ func TestConformance_ActiveSuiteThroughTheGateway(t *testing.T) {
 }
 
 // TestConformance_RequirementsThroughTheGateway runs the 0.2 line with --requirements
-// 2025-11-25 and 2026-07-28 through the gateway: every scenario a revision scores must pass.
+// 2025-11-25 and 2026-07-28 through the gateway: every scenario a revision scores must pass,
+// and under 2026-07-28 the tasks extension's too (tasks-*, run unscored): tasks follow their
+// id to the upstream that runs them.
 func TestConformance_RequirementsThroughTheGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -35,7 +37,11 @@ func TestConformance_RequirementsThroughTheGateway(t *testing.T) {
 	url := conformanceGateway(t)
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
-			suite.RunRequirements(ctx, t, url, rev, `relay gateway over examples/everything ("prefix": "")`)
+			what := `relay gateway over examples/everything ("prefix": "")`
+			rep := suite.RunRequirements(ctx, t, url, rev, what)
+			if rev == "2026-07-28" {
+				rep.Require(t, "tasks-", what)
+			}
 		})
 	}
 }

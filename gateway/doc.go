@@ -48,16 +48,23 @@
 // start and stop one by one, the others are left alone, and the hosts hear list_changed
 // (relay gateway reloads on SIGHUP and when its file changes).
 //
+// # Tasks
+//
+// Tasks (io.modelcontextprotocol/tasks) follow their id: a 2026-07-28 host that declared the
+// extension gets an upstream's task under an id of the gateway's that names the upstream,
+// and its tasks/get, tasks/update and tasks/cancel go to that upstream; for a host of the
+// initialize generation the gateway waits for the task and answers with its result.
+//
 // # Not yet
 //
-// Not yet: tasks/* routed by task id (a tool an upstream runs as a task is waited for by
-// the gateway instead), a 2026-07-28 host's questions to an upstream of the initialize
-// generation, a relay gateway --status command (the state of each upstream is the
-// gateway's own resource, relay-gateway://status, and Gateway.Status),
-// an interactive OAuth flow for remote upstreams (a gateway has no user at a browser: only
-// the client credentials grant, "relay": {"oauth": ...}, or a token in "headers"), and
-// ttlMs/cacheScope merged from the upstreams (the
-// gateway's lists say ttlMs 0: not to be reused). Over stdio an upstream's log messages
-// name no request: they reach the host's call only while it is the one call in flight to
-// that upstream.
+// Not yet: an upstream's notifications/tasks on listen streams; a 2026-07-28 host's
+// questions to an upstream of the initialize generation; a relay gateway --status command
+// (each upstream's state is the gateway's own resource, relay-gateway://status, and
+// Gateway.Status); an interactive OAuth flow for remote upstreams (a gateway has no user at
+// a browser: the client credentials grant, "relay": {"oauth": ...}, or a token in
+// "headers"); ttlMs and cacheScope merged from the upstreams (the gateway's lists say
+// ttlMs 0: not to be reused); the upstreams' log level set to the lowest any session asked
+// for (it is debug, and each host's own level filters). Over stdio an upstream's log
+// messages name no request: they reach the host's call only while it is the one call in
+// flight to that upstream.
 package gateway

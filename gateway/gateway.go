@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +97,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.srv = mcp.NewServer(g.opts.Info, &mcp.ServerOptions{
 		Instructions: "relay gateway: the tools and prompts of several MCP servers, each named PREFIX" + g.opts.Separator + "NAME.",
 		Middleware:   []mcp.Middleware{g.middleware},
+		TaskHandler:  g.task,
 	})
 	g.srv.SetCompletionHandler(g.complete)
 	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",
@@ -325,18 +328,97 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		}
 	}))
 	// The upstream may ask only for what the host declared (MCP 2026-07-28, Basic › _meta).
-	opts = append(opts, client.WithClientCapabilities(req.ClientCapabilities()))
+	opts = append(opts, client.WithClientCapabilities(upstreamCaps(req)))
+	passTasks := false
 	if req.Stateless() {
 		// A 2026-07-28 host answers an upstream's questions itself: the input_required
 		// result goes to it as it is, and its retry, with inputResponses and the upstream's
 		// requestState, comes back here and goes on to the upstream.
 		opts = append(opts, client.ReturnInputRequired())
+		// A host that declared the tasks extension follows a task itself: the task goes to
+		// it under an id of the gateway's that names the upstream (see task).
+		if passTasks = hasTasks(req.ClientCapabilities()); passTasks {
+			opts = append(opts, client.ReturnTask())
+		}
 	}
 	res, err := c.Call(withHost(ctx, req), req.Method(), params, opts...)
 	if err != nil {
 		return nil, u.callError(ctx, req.Method(), err)
 	}
-	return passOn(res, req.Stateless()), nil
+	if passTasks && string(jsonrpc.Field(res, "resultType")) == `"task"` {
+		res = u.ownTaskID(res)
+	}
+	return passOn(res, req.Stateless(), req.Method() == "resources/read"), nil
+}
+
+// upstreamCaps are the capabilities a call to an upstream declares: the host's own; for a
+// host of the initialize generation, which cannot follow a task, with the tasks extension
+// added, so that a tool an upstream runs only as a task still serves it (the gateway waits
+// for the task).
+func upstreamCaps(req *mcp.Request) json.RawMessage {
+	caps := req.ClientCapabilities()
+	if !jsonrpc.IsObject(caps) {
+		caps = json.RawMessage(`{}`)
+	}
+	if req.Stateless() {
+		return caps
+	}
+	ext := jsonrpc.Field(caps, "extensions")
+	if !jsonrpc.IsObject(ext) {
+		ext = []byte(`{}`)
+	}
+	return jsonrpc.SetMember(caps, "extensions", jsonrpc.SetMember(ext, mcp.ExtensionTasks, []byte(`{}`)))
+}
+
+// hasTasks reports whether a client declared the tasks extension.
+func hasTasks(caps json.RawMessage) bool {
+	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), mcp.ExtensionTasks)
+	return v != nil && string(v) != "null" && string(v) != "false"
+}
+
+// ownTaskID returns a task (a CreateTaskResult, or a tasks/get result) with its taskId made
+// the gateway's: the upstream's name and its id, so that tasks/* find their way back.
+func (u *upstream) ownTaskID(res json.RawMessage) json.RawMessage {
+	id, ok := stringField(res, "taskId")
+	if !ok {
+		return res
+	}
+	return jsonrpc.SetMember(res, "taskId", quote(base64.RawURLEncoding.EncodeToString([]byte(u.cfg.Name))+"."+id))
+}
+
+// task serves tasks/get, tasks/update and tasks/cancel (the io.modelcontextprotocol/tasks
+// extension) by passing them on to the upstream that runs the task, which the gateway's
+// task id names.
+func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
+	params := req.Params()
+	id, _ := stringField(params, "taskId")
+	unknown := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id", id),
+		Data: map[string]any{"taskId": id}}
+	enc, own, ok := strings.Cut(id, ".")
+	name, err := base64.RawURLEncoding.DecodeString(enc)
+	if !ok || err != nil {
+		return nil, unknown
+	}
+	var u *upstream
+	for _, up := range g.upstreams() {
+		if up.cfg.Name == string(name) {
+			u = up
+		}
+	}
+	if u == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: its server %q is no longer in relay gateway's configuration", id, name),
+			Data: map[string]any{"taskId": id, "upstream": string(name)}}
+	}
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Call(withHost(ctx, req), req.Method(), jsonrpc.SetMember(params, "taskId", quote(own)),
+		client.WithClientCapabilities(upstreamCaps(req)))
+	if err != nil {
+		return nil, u.callError(ctx, req.Method(), err)
+	}
+	return passOn(u.ownTaskID(res), true, false), nil
 }
 
 // hostKey is the context key of the host's request a call to an upstream is made for.
@@ -392,12 +474,13 @@ func askHost() []client.Option {
 	}
 }
 
-// passOn makes an upstream's result the gateway's: ttlMs and cacheScope are left to the
-// gateway's server (which says not to reuse them), the upstream's serverInfo is dropped
+// passOn makes an upstream's result the gateway's: the ttlMs and cacheScope of a
+// cacheable result (resources/read) are left to the gateway's server (which says not to
+// reuse it; a task's ttlMs is the task's, and stays), the upstream's serverInfo is dropped
 // (the gateway's own goes in), and resultType stays only when it is not "complete" (a
 // 2026-07-28 input_required result), first, as the gateway's server expects it. Every
 // other member is kept as the upstream wrote it.
-func passOn(res json.RawMessage, modern bool) json.RawMessage {
+func passOn(res json.RawMessage, modern, cacheable bool) json.RawMessage {
 	if !jsonrpc.IsObject(res) {
 		return res
 	}
@@ -406,7 +489,9 @@ func passOn(res json.RawMessage, modern bool) json.RawMessage {
 	jsonrpc.EachMember(res, func(key, value []byte) bool {
 		switch string(key) {
 		case "ttlMs", "cacheScope":
-			return true
+			if cacheable {
+				return true
+			}
 		case "resultType":
 			if modern && string(value) != `"complete"` {
 				rest := out[1:]

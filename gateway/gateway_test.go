@@ -308,3 +308,33 @@ func TestGateway_SessionsKeepTheirOwnLogLevel(t *testing.T) {
 		t.Errorf("the session at error got %d info messages, want none", n)
 	}
 }
+
+// Tasks (io.modelcontextprotocol/tasks) follow their id to the upstream that runs them: a
+// 2026-07-28 client gets the upstream's task under an id of the gateway's, and tasks/get
+// through the gateway reaches the upstream; a client of the initialize generation, which
+// cannot follow a task, gets the tool's result, the gateway having waited for the task.
+func TestGateway_TasksFollowTheirIDToTheUpstream(t *testing.T) {
+	f := twoServers(t, "")
+	ctx := context.Background()
+	modern := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	task, err := modern.StartTool(ctx, "ev__slow_compute", map[string]float64{"seconds": 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(task.ID, ".") {
+		t.Errorf("task id %q is not the gateway's (upstream.id)", task.ID)
+	}
+	r, err := task.Wait(ctx)
+	if err != nil || r.IsError || text(r) == "" {
+		t.Errorf("the task's result through the gateway: %+v %v", r, err)
+	}
+	var je *jsonrpc.Error
+	if _, err := modern.GetTask(ctx, "no-such-task"); !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("tasks/get of an id the gateway never gave: %v, want -32602", err)
+	}
+	legacy := connect(t, client.HTTP(serveHTTP(t, f.g.Server())), client.WithVersion(mcp.Version20251125))
+	r, err = legacy.CallTool(ctx, "ev__failing_job", nil) // runs only as a task
+	if err != nil || !r.IsError {
+		t.Errorf("a task-only tool for an initialize-generation client: %+v %v, want its tool error", r, err)
+	}
+}

@@ -25,7 +25,7 @@ func TestPassOn_KeepsTheResultButWhatIsTheGateways(t *testing.T) {
 		{`{}`, true, `{}`},
 		{`{"resultType":"complete"}`, true, `{}`},
 	} {
-		got := passOn(json.RawMessage(c.in), c.modern)
+		got := passOn(json.RawMessage(c.in), c.modern, true)
 		if string(got) != c.want {
 			t.Errorf("passOn(%s, modern %v) = %s, want %s", c.in, c.modern, got, c.want)
 		}
@@ -33,5 +33,14 @@ func TestPassOn_KeepsTheResultButWhatIsTheGateways(t *testing.T) {
 		if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(c.want), &b) != nil || !reflect.DeepEqual(a, b) {
 			t.Errorf("passOn(%s) is not the JSON wanted: %s", c.in, got)
 		}
+	}
+}
+
+// A task's ttlMs is the task's own, not a cache's: passOn keeps it where the result is not
+// cacheable.
+func TestPassOn_KeepsATasksTTL(t *testing.T) {
+	in := `{"resultType":"task","taskId":"t","status":"working","ttlMs":60000,"pollIntervalMs":100}`
+	if got := passOn(json.RawMessage(in), true, false); string(got) != in {
+		t.Errorf("passOn(%s) = %s", in, got)
 	}
 }

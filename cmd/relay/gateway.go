@@ -55,7 +55,8 @@ disconnect. Sampling, elicitation and roots requests of a server go to the host 
 request it answers. The resource relay-gateway://status says each server's state, restarts
 and last error. A remote server's "headers" and "oauth" clientSecret may name environment
 variables (${VAR}); "oauth" uses the client credentials grant (relay has no browser to send
-a user to). Not yet: tasks/* routed by task id, --status.
+a user to). Tasks follow their id to the server that runs them. Not yet: --status, an
+upstream's task notifications on listen streams.
 
 Flags:
 `
