@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -42,5 +43,30 @@ func TestBatch_OneListChangedPerListAfterwards(t *testing.T) {
 	list := c.call(2, "tools/list", `{}`)
 	if !strings.Contains(string(list["result"]), `"a"`) || strings.Contains(string(list["result"]), `"b"`) {
 		t.Fatalf("tools/list %s", list["result"])
+	}
+}
+
+// ServerOptions.TaskHandler serves tasks/* in place of the TaskStore: the server declares
+// the tasks extension in server/discover, a request that declares it reaches the handler
+// (its result gets the 2026-07-28 fields), and one that does not is refused with -32021.
+func TestTaskHandler_ServesTasksInPlaceOfTheStore(t *testing.T) {
+	var asked []string
+	s := mcp.NewServer(mcp.Implementation{Name: "th", Version: "1"}, &mcp.ServerOptions{
+		TaskHandler: func(ctx context.Context, req *mcp.Request) (any, error) {
+			asked = append(asked, req.Method())
+			return json.RawMessage(`{"taskId":"elsewhere-1","status":"working"}`), nil
+		}})
+	c := connect(t, s)
+	if d := c.call(1, "server/discover", `{`+modernMeta+`}`); !strings.Contains(string(d["result"]), mcp.ExtensionTasks) {
+		t.Errorf("discover does not declare the tasks extension: %s", d["result"])
+	}
+	withTasks := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + mcp.ExtensionTasks + `":{}}}}`
+	got := c.call(2, "tasks/get", `{"taskId":"elsewhere-1",`+withTasks+`}`)
+	res := string(got["result"])
+	if !strings.Contains(res, `"taskId":"elsewhere-1"`) || !strings.Contains(res, `"resultType":"complete"`) || len(asked) != 1 || asked[0] != "tasks/get" {
+		t.Errorf("tasks/get through the handler: %s (asked %v)", got["result"], asked)
+	}
+	if m := c.call(3, "tasks/cancel", `{"taskId":"elsewhere-1",`+modernMeta+`}`); code(m) != mcp.CodeMissingRequiredClientCapability {
+		t.Errorf("tasks/cancel without the extension: %s, want -32021", m["error"])
 	}
 }
