@@ -105,6 +105,10 @@ func runGateway(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// SIGHUP reloads FILE from now on (it waits in hup until the watcher runs): it never
+	// ends relay, not even while the servers start.
+	hup := make(chan os.Signal, 1)
+	defer notifyReload(hup)()
 	ops := httpx.NewOps(nil)
 	ops.SetReady(false)
 	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
@@ -130,7 +134,7 @@ func runGateway(args []string) int {
 	watched := make(chan struct{})
 	go func() { // ends with watchCtx, before g is closed
 		defer close(watched)
-		watchConfig(watchCtx, *config, *reloadEvery, g, log)
+		watchConfig(watchCtx, *config, *reloadEvery, hup, g, log)
 	}()
 	defer func() { stopWatching(); <-watched }()
 	// Served once every server has started or failed to (a minute at most): hosts list the
@@ -168,13 +172,11 @@ func runGateway(args []string) int {
 	return 0
 }
 
-// watchConfig reloads the gateway's configuration from path at each SIGHUP and, every
-// interval (0: never), when the file's size or modification time has changed, until ctx
-// ends. A file that cannot be read or is not a valid configuration is logged, and the
+// watchConfig reloads the gateway's configuration from path at each signal on hup (SIGHUP)
+// and, every interval (0: never), when the file's size or modification time has changed,
+// until ctx ends. A file that cannot be read or is not a valid configuration is logged, and the
 // gateway keeps the configuration it has.
-func watchConfig(ctx context.Context, path string, interval time.Duration, g *gateway.Gateway, log *zap.Logger) {
-	hup := make(chan os.Signal, 1)
-	defer notifyReload(hup)()
+func watchConfig(ctx context.Context, path string, interval time.Duration, hup <-chan os.Signal, g *gateway.Gateway, log *zap.Logger) {
 	var tick <-chan time.Time
 	if interval > 0 {
 		t := time.NewTicker(interval)
