@@ -57,7 +57,8 @@ func TestRelayGateway_RefusesABadConfig(t *testing.T) {
 }
 
 // `relay gateway --listen`: Streamable HTTP on /mcp, /readyz ready once the upstreams
-// have started, and a graceful end on SIGTERM.
+// have started, `relay gateway --status` reading the state of its servers, and a graceful
+// end on SIGTERM.
 func TestRelayGateway_ListenServesHTTPWithReadyz(t *testing.T) {
 	path := writeConfig(t, config(entry("echo", echoBin(t), "")))
 	cmd := exec.Command(relayBin(t), "gateway", "--config", path, "--listen", "127.0.0.1:0", "--quiet-child")
@@ -99,6 +100,11 @@ func TestRelayGateway_ListenServesHTTPWithReadyz(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/readyz: %d, want 200 once the upstreams have started", resp.StatusCode)
+	}
+	// relay gateway --status reads the gateway's status resource.
+	out, err := exec.Command(relayBin(t), "gateway", "--status", base+"/mcp").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "SERVER") || !strings.Contains(string(out), "echo") || !strings.Contains(string(out), "up") {
+		t.Errorf("relay gateway --status: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

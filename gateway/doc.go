@@ -48,6 +48,11 @@
 // start and stop one by one, the others are left alone, and the hosts hear list_changed
 // (relay gateway reloads on SIGHUP and when its file changes).
 //
+// # Status
+//
+// Each upstream's state, restarts and last error are Gateway.Status, and the gateway's own
+// resource relay-gateway://status (StatusURI), which relay gateway --status URL prints.
+//
 // # Tasks
 //
 // Tasks (io.modelcontextprotocol/tasks) follow their id: a 2026-07-28 host that declared the
@@ -58,9 +63,7 @@
 // # Not yet
 //
 // Not yet: an upstream's notifications/tasks on listen streams; a 2026-07-28 host's
-// questions to an upstream of the initialize generation; a relay gateway --status command
-// (each upstream's state is the gateway's own resource, relay-gateway://status, and
-// Gateway.Status); an interactive OAuth flow for remote upstreams (a gateway has no user at
+// questions to an upstream of the initialize generation; an interactive OAuth flow for remote upstreams (a gateway has no user at
 // a browser: the client credentials grant, "relay": {"oauth": ...}, or a token in
 // "headers"); ttlMs and cacheScope merged from the upstreams (the gateway's lists say
 // ttlMs 0: not to be reused); the upstreams' log level set to the lowest any session asked

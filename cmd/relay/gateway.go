@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,10 +21,12 @@ import (
 
 	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/mcp/client"
 	"github.com/relayrt/relay/stdio"
 )
 
 const gatewayUsage = `Usage: relay gateway --config FILE [--listen ADDR] [flags]
+       relay gateway --status URL
 
 Serves many MCP servers as one: the tools, prompts, resources and resource templates of
 every server of FILE, merged, each call routed to the server that owns what it names. FILE
@@ -52,11 +56,12 @@ ready once every server has been tried and one is up).
 SIGHUP or a change of FILE (checked every --reload-check) reloads it: servers added,
 removed or changed start and stop one by one, and the host sees list_changed, never a
 disconnect. Sampling, elicitation and roots requests of a server go to the host whose
-request it answers. The resource relay-gateway://status says each server's state, restarts
-and last error. A remote server's "headers" and "oauth" clientSecret may name environment
-variables (${VAR}); "oauth" uses the client credentials grant (relay has no browser to send
-a user to). Tasks follow their id to the server that runs them. Not yet: --status, an
-upstream's task notifications on listen streams.
+request it answers; tasks follow their id to the server that runs them. The resource
+relay-gateway://status says each server's state, restarts and last error; relay gateway
+--status URL prints it for a gateway serving at URL. A remote server's "headers" and
+"oauth" clientSecret may name environment variables (${VAR}); "oauth" uses the client
+credentials grant (relay has no browser to send a user to). Not yet: an upstream's task
+notifications on listen streams.
 
 Flags:
 `
@@ -69,6 +74,7 @@ func runGateway(args []string) int {
 	separator := fs.String("separator", gateway.DefaultSeparator, "what joins a server's prefix and its own tool or prompt name")
 	origins := fs.String("allow-origin", "", "with --listen: a browser origin to allow besides loopback ones")
 	verbose := fs.Bool("v", false, "log upstreams' lifecycle and renamed tools at info level (default: warnings)")
+	status := fs.String("status", "", "print the state of each server of the relay gateway --listen serving at this URL (e.g. http://127.0.0.1:8080/mcp), and exit: 0 when all are up, 1 otherwise")
 	reloadEvery := fs.Duration("reload-check", 2*time.Second, "how often FILE is checked for a change, which reloads it as SIGHUP does (0: only SIGHUP)")
 	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
 	if err := fs.Parse(args); err != nil {
@@ -76,6 +82,9 @@ func runGateway(args []string) int {
 			return 0
 		}
 		return 2
+	}
+	if *status != "" {
+		return printStatus(*status)
 	}
 	if *config == "" || len(fs.Args()) > 0 {
 		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
@@ -214,4 +223,37 @@ func watchConfig(ctx context.Context, path string, interval time.Duration, hup <
 			log.Error("relay gateway cannot reload its configuration; it keeps the one it has", zap.String("config", path), zap.Error(err))
 		}
 	}
+}
+
+// printStatus reads the status resource of the gateway at url and prints a line per server.
+func printStatus(url string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.HTTP(url))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway --status:", err)
+		return 2
+	}
+	defer c.Close()
+	res, err := c.ReadResource(ctx, gateway.StatusURI)
+	if err != nil || len(res.Contents) != 1 {
+		fmt.Fprintf(os.Stderr, "relay gateway --status: %s does not serve %s (is it a relay gateway?): %v\n", url, gateway.StatusURI, err)
+		return 2
+	}
+	var st struct{ Servers []gateway.UpstreamStatus }
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &st); err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway --status: the status does not decode:", err)
+		return 2
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tSTATE\tRESTARTS\tTOOLS\tPROMPTS\tRESOURCES\tLAST ERROR")
+	code := 0
+	for _, s := range st.Servers {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Name, s.State, s.Restarts, s.Tools, s.Prompts, s.Resources+s.Templates, s.LastError)
+		if s.State != "up" {
+			code = 1
+		}
+	}
+	w.Flush()
+	return code
 }
