@@ -63,11 +63,11 @@
 // # Not yet
 //
 // Not yet: an upstream's notifications/tasks on listen streams; a 2026-07-28 host's
-// questions to an upstream of the initialize generation; an interactive OAuth flow for remote upstreams (a gateway has no user at
-// a browser: the client credentials grant, "relay": {"oauth": ...}, or a token in
-// "headers"); ttlMs and cacheScope merged from the upstreams (the gateway's lists say
-// ttlMs 0: not to be reused); the upstreams' log level set to the lowest any session asked
-// for (it is debug, and each host's own level filters). Over stdio an upstream's log
-// messages name no request: they reach the host's call only while it is the one call in
-// flight to that upstream.
+// questions to an upstream of the initialize generation; an interactive OAuth flow for
+// remote upstreams (a gateway has no user at a browser: the client credentials grant,
+// "relay": {"oauth": ...}, or a token in "headers"); ttlMs and cacheScope merged from the
+// upstreams (the gateway's lists say ttlMs 0: not to be reused); the upstreams' log level
+// set to the lowest any session asked for (it is debug, and each host's own level
+// filters). Over stdio an upstream's log messages name no request: they reach the host's
+// call only while it is the one call in flight to that upstream.
 package gateway
