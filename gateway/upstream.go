@@ -263,9 +263,14 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 	u.lost.Store(false)
 	u.changed.Store(0) // the first refresh, below, reads every list
 	if err := u.refresh(ctx, c, changedAll); err != nil {
-		return err
+		if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
+			return err
+		}
+		// It answers, but not its lists: down, and listed again at the next health check.
+		u.setState(stateDown, fmt.Errorf("cannot list: %w", err))
+	} else {
+		u.setState(stateUp, nil)
 	}
-	u.setState(stateUp, nil)
 
 	listened := make(chan error, 1)
 	var stopListen context.CancelFunc
@@ -339,10 +344,14 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			bits = changedAll
 		}
 		if err := u.refresh(ctx, c, bits); err != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return nil
+			case errors.Is(err, client.ErrClosed):
+				return err
 			}
-			return err
+			u.setState(stateDown, fmt.Errorf("cannot list: %w", err))
+			continue
 		}
 		u.setState(stateUp, nil)
 		if bits&changedResources != 0 && listening && subscribes(c) {
