@@ -74,7 +74,9 @@ type Options struct {
 	Spares int
 	// Spec is the children's supervision; its Command is the server to run.
 	Spec supervise.Spec
-	// Proxy tunes each child's proxy (replay policy, probes, timeouts).
+	// Proxy tunes each child's proxy (replay policy, probes, timeouts). Its Observer, if set,
+	// is shared by every child's proxy, so it must be safe for concurrent use; left nil, each
+	// child gets Telemetry's (spans for its restarts and upgrades).
 	Proxy supervise.ProxyOptions
 	// Logger logs the pool's life.
 	Logger *zap.Logger
@@ -101,20 +103,43 @@ type Bridge struct {
 	pins    []atomic.Int64 // legacy sessions pinned to each child
 	log     *zap.Logger
 	tel     *telemetry.Telemetry
-	legacy  bool             // the children speak only the initialize generation
-	own     *sessionChildren // the children of legacy sessions, when legacy
-	init    json.RawMessage  // the children's initialize result (legacy), or discover result
-	caps    json.RawMessage
-	info    json.RawMessage
-	ctx     context.Context // the bridge's: done once Close has stopped every child
+	legacy  bool                   // the children speak only the initialize generation
+	own     *sessionChildren       // the children of legacy sessions, when legacy
+	served  atomic.Pointer[served] // what the children serve, learnt at New and after each Upgrade
+	ctx     context.Context        // the bridge's: done once Close has stopped every child
 	stop    context.CancelFunc
 	once    sync.Once
 
-	headers  map[string][]mcp.HeaderParam // tool → arguments mirrored in headers; set in New, read only after
 	health   health
 	watchers sync.WaitGroup // one per child of the pool, until its client ends
 	parking  parking        // 2026-07-28 calls on legacy children waiting for the client's retry
 	taskKey  []byte         // signs the task ids the bridge hands out (tasks.go)
+}
+
+// served is what the children serve, as the bridge tells its clients: read by every request,
+// replaced whole.
+type served struct {
+	caps, info json.RawMessage              // capabilities and serverInfo
+	headers    map[string][]mcp.HeaderParam // tool → arguments mirrored in headers
+}
+
+// now returns what the children serve now.
+func (b *Bridge) now() *served { return b.served.Load() }
+
+// learn reads what a modern pool's children serve (server/discover and their tools'
+// mirrored arguments) through the first child, and keeps it.
+func (b *Bridge) learn(ctx context.Context) error {
+	res, rpcErr, err := b.clients[0].call(ctx, nil, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
+	if err == nil && rpcErr != nil {
+		err = rpcErr
+	}
+	if err != nil {
+		return err
+	}
+	b.served.Store(&served{caps: jsonrpc.Field(res, "capabilities"),
+		info:    jsonrpc.Field(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo),
+		headers: b.learnHeaders(ctx, b.clients[0], json.RawMessage(`{"_meta":`+modernMeta+`}`))})
+	return nil
 }
 
 const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -136,24 +161,20 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 		taskKey: newTaskKey()}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
-		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name)))
+		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name), opts.Telemetry))
 	}
 	b.watch()
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, rpcErr, err := b.clients[0].call(probe, nil, "server/discover", json.RawMessage(`{"_meta":`+modernMeta+`}`), nil)
-	if err == nil && rpcErr == nil {
-		b.init = res
-		b.caps = jsonrpc.Field(res, "capabilities")
-		b.info = jsonrpc.Field(jsonrpc.Field(res, "_meta"), mcp.MetaServerInfo)
+	if b.learn(probe) == nil {
 		b.learnTools(probe, json.RawMessage(`{"_meta":`+modernMeta+`}`))
-		b.learnHeaders(probe, b.clients[0], json.RawMessage(`{"_meta":`+modernMeta+`}`))
 		return b, nil
 	}
 	b.legacy = true
 	// The capabilities the bridge can serve for 2026-07-28 clients, through input_required
 	// (mrtr.go); a request that did not declare one its child asks for gets -32021.
 	params := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"relay-bridge","version":"1.0.0"}}`)
+	var init json.RawMessage // the children's initialize result
 	for _, c := range b.clients {
 		res, rpcErr, err := c.call(probe, nil, "initialize", params, nil)
 		if err != nil || rpcErr != nil {
@@ -165,10 +186,9 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 			return nil, fmt.Errorf("bridge: the child answered neither server/discover nor initialize: %w", why)
 		}
 		c.notify("notifications/initialized", nil)
-		b.init = res
+		init = res
 	}
-	b.caps = jsonrpc.Field(b.init, "capabilities")
-	b.info = jsonrpc.Field(b.init, "serverInfo")
+	b.served.Store(&served{caps: jsonrpc.Field(init, "capabilities"), info: jsonrpc.Field(init, "serverInfo")})
 	b.learnTools(probe, json.RawMessage(`{}`))
 	b.own = newSessionChildren(ctx, opts)
 	return b, nil
@@ -187,6 +207,32 @@ func nameOf(c supervise.Command) string {
 		return c.Name
 	}
 	return c.Path
+}
+
+// Upgrade replaces every child with a new one started from Spec.Command (a new version of
+// the server), without dropping a client: a rolling upgrade, one child at a time, the pool's
+// first, then each session's own. Each child is upgraded as supervise.Supervisor.Upgrade
+// does: the new child is brought to the old one's state (a session's initialize replayed),
+// then takes every new request, and the old one answers what it has in flight, within
+// Proxy.Drain, before it is stopped. A session thus moves to the new version at once, never
+// ends for it, and loses nothing. Spares, which no session has claimed, are replaced. A child
+// whose upgrade fails keeps serving; Upgrade tries every child and returns the failures.
+func (b *Bridge) Upgrade(ctx context.Context, reason string) error {
+	var errs []error
+	for _, c := range b.clients {
+		if err := c.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	if !b.legacy { // the new version's capabilities, serverInfo and mirrored arguments
+		if err := b.learn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("server/discover after the upgrade: %w", err))
+		}
+	}
+	if b.own != nil {
+		errs = append(errs, b.own.upgrade(ctx, reason)...)
+	}
+	return errors.Join(errs...)
 }
 
 // Close stops every child with the full stop sequence: the pool, the spares and every

@@ -14,6 +14,7 @@ import (
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/supervise"
+	"github.com/relayrt/relay/telemetry"
 )
 
 // childConn is the bridge's client of one supervised child: the supervisor's proxy core
@@ -49,6 +50,7 @@ type childConn struct {
 	nextID  atomic.Int64
 	load    atomic.Int64 // calls in flight, listens apart, for least-loaded routing
 	log     *zap.Logger
+	sup     *supervise.Supervisor
 
 	closeOnce sync.Once
 	closeErr  error
@@ -82,14 +84,18 @@ var errChildGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Int
 	Data: map[string]any{"retryable": false}}
 
 // startChild spawns a child behind the proxy core under ctx (the bridge's); rec, when not
-// nil, records its frames.
-func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger, rec FrameRecorder) *childConn {
+// nil, records its frames; tel, when not nil, gets its restarts and upgrades as spans.
+func startChild(ctx context.Context, name string, spec supervise.Spec, opts supervise.ProxyOptions, log *zap.Logger, rec FrameRecorder, tel *telemetry.Telemetry) *childConn {
 	spec.Command.Name = name
+	if opts.Observer == nil {
+		opts.Observer = tel.Children(name)
+	}
 	c := &childConn{name: name, in: make(chan []byte, 64), mailbox: make(chan childMsg), done: make(chan struct{}),
 		proxied: make(chan error, 1), log: log.With(zap.String("child", name))}
 	opts.Logger = c.log
 	out := make(chan []byte, 256)
 	sup := supervise.New(spec)
+	c.sup = sup
 	var coreIn <-chan []byte = c.in
 	var coreOut chan<- []byte = out
 	if rec != nil { // recorded (relay bridge --record): see tap
@@ -210,6 +216,27 @@ func (c *childConn) call(ctx context.Context, ask asker, method string, params j
 		return nil, nil, ctx.Err()
 	case <-c.done:
 		return nil, nil, errChildGone
+	}
+}
+
+// upgrade replaces the child with a new one without dropping its client (see
+// supervise.Supervisor.Upgrade); a child whose core has returned has nothing to upgrade.
+func (c *childConn) upgrade(ctx context.Context, reason string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // ends with upgrade, at the latest
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := c.sup.Upgrade(ctx, reason)
+	select {
+	case <-c.done:
+		return nil
+	default:
+		return err
 	}
 }
 

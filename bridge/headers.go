@@ -13,8 +13,8 @@ import (
 // their input schemas. The bridge learns them from a child's tools/list at its start, so
 // that httpx checks the headers against the body as it does for a server of its own.
 
-// learnHeaders lists the tools of child c (every page) and keeps their mirrored arguments.
-func (b *Bridge) learnHeaders(ctx context.Context, c *childConn, params json.RawMessage) {
+// learnHeaders lists the tools of child c (every page) and returns their mirrored arguments.
+func (b *Bridge) learnHeaders(ctx context.Context, c *childConn, params json.RawMessage) map[string][]mcp.HeaderParam {
 	headers := map[string][]mcp.HeaderParam{}
 	for range 100 { // pages
 		res, rpcErr, err := c.call(ctx, nil, "tools/list", params, nil)
@@ -41,9 +41,9 @@ func (b *Bridge) learnHeaders(ctx context.Context, c *childConn, params json.Raw
 		}
 		params = jsonrpc.SetMember(params, "cursor", mustJSON(list.NextCursor))
 	}
-	b.headers = headers
+	return headers
 }
 
 // ToolHeaders returns the mirrored arguments of a child's tool, for
 // httpx.NewMCPProfileHandler.
-func (b *Bridge) ToolHeaders(tool string) []mcp.HeaderParam { return b.headers[tool] }
+func (b *Bridge) ToolHeaders(tool string) []mcp.HeaderParam { return b.now().headers[tool] }

@@ -122,5 +122,5 @@ func (s *session) listenLegacy(ctx context.Context, rt *runtime.Request) (any, e
 	case <-c.Done(): // the child is gone for good
 	}
 	return mustJSON(map[string]any{"resultType": "complete",
-		"_meta": map[string]json.RawMessage{mcp.MetaSubscriptionID: sub, mcp.MetaServerInfo: s.b.info}}), nil
+		"_meta": map[string]json.RawMessage{mcp.MetaSubscriptionID: sub, mcp.MetaServerInfo: s.b.now().info}}), nil
 }

@@ -82,7 +82,7 @@ func (s *session) mrtr(ctx context.Context, rt *runtime.Request) (any, error) {
 		}
 		ans := jsonrpc.Field(jsonrpc.Field(rt.Params, "inputResponses"), inputKey)
 		if ans == nil { // not answered: ask again (MRTR: the server may ask again)
-			return s.b.parking.park(p, p.ask, s.b.info)
+			return s.b.parking.park(p, p.ask, s.b.now().info)
 		}
 		p.ask.answer <- answer{result: ans}
 		p.ask = nil
@@ -164,7 +164,7 @@ func (s *session) next(ctx context.Context, p *parked, clientCaps json.RawMessag
 			case ev.rpcErr != nil:
 				return nil, resourceNotFound("resources/read", ev.rpcErr, true)
 			}
-			return modernize(ev.result, s.b.info), nil
+			return modernize(ev.result, s.b.now().info), nil
 		}
 		capability, ok := questionCapabilities[ev.ask.method]
 		if !ok {
@@ -180,7 +180,7 @@ func (s *session) next(ctx context.Context, p *parked, clientCaps json.RawMessag
 				Message: "Missing required client capability: the server asks the client for " + capability + ", which this request did not declare",
 				Data:    map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}}}
 		}
-		return s.b.parking.park(p, ev.ask, s.b.info)
+		return s.b.parking.park(p, ev.ask, s.b.now().info)
 	}
 }
 

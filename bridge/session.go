@@ -93,7 +93,7 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 			s.subs = append(s.subs, uri)
 		}
 		if s.listener != nil {
-			s.listener.update(s.b.caps, s.clientCaps, s.subs)
+			s.listener.update(s.b.now().caps, s.clientCaps, s.subs)
 		}
 		return runtime.Route{Result: json.RawMessage(`{}`)}
 	}
@@ -180,23 +180,24 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 		s.clientCaps = json.RawMessage(`{}`)
 	}
 	if s.pinned != nil && s.listener == nil && !s.b.legacy {
-		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.caps, s.clientCaps)
+		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.now().caps, s.clientCaps)
 	}
-	caps := s.b.caps
+	caps := s.b.now().caps
 	if caps == nil {
 		caps = json.RawMessage(`{}`)
 	}
 	caps = withoutMembers(caps, "extensions") // 2026-07-28's; 2025-11-25 has none
 	return runtime.Route{Result: map[string]json.RawMessage{
-		"protocolVersion": mustJSON(version), "capabilities": caps, "serverInfo": s.b.info,
+		"protocolVersion": mustJSON(version), "capabilities": caps, "serverInfo": s.b.now().info,
 	}}
 }
 
 func (b *Bridge) discoverFromInit() json.RawMessage {
+	srv := b.now()
 	out, _ := json.Marshal(map[string]any{
 		"resultType": "complete", "supportedVersions": mcp.ModernVersions,
-		"capabilities": modernCaps(b.caps), "ttlMs": 0, "cacheScope": "public",
-		"_meta": map[string]json.RawMessage{mcp.MetaServerInfo: b.info},
+		"capabilities": modernCaps(srv.caps), "ttlMs": 0, "cacheScope": "public",
+		"_meta": map[string]json.RawMessage{mcp.MetaServerInfo: srv.info},
 	})
 	return out
 }
@@ -288,7 +289,7 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 			}
 			end(nil)
 			if stripMeta {
-				res = modernize(res, s.b.info)
+				res = modernize(res, s.b.now().info)
 			}
 			switch {
 			case clientTaskID != nil && jsonrpc.Field(res, "taskId") != nil:

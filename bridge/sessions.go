@@ -85,7 +85,7 @@ func (s *sessionChildren) spawn() *childConn {
 	s.seq++
 	name := s.name + "/s" + strconv.Itoa(s.seq)
 	s.mu.Unlock()
-	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name))
+	return startChild(s.ctx, name, s.spec, s.proxy, s.log, s.opts.recorder(name), s.opts.Telemetry)
 }
 
 // errFull is the answer to an initialize beyond the bound.
@@ -162,6 +162,32 @@ func (s *sessionChildren) release(c *childConn) {
 // retire stops a child that was never claimed.
 func (s *sessionChildren) retire(c *childConn) {
 	s.stopping.Go(func() { c.close() })
+}
+
+// upgrade upgrades every session's child, one at a time (see Bridge.Upgrade), and replaces
+// the spares, which no session has claimed, with new ones.
+func (s *sessionChildren) upgrade(ctx context.Context, reason string) []error {
+	s.mu.Lock()
+	live := make([]*childConn, 0, len(s.live))
+	for c := range s.live {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range live {
+		if err := c.upgrade(ctx, reason); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	for range cap(s.spares) {
+		select {
+		case c := <-s.spares:
+			s.room <- struct{}{} // never waits: the spare taken made room; the keeper spawns a new one
+			s.retire(c)
+		default:
+		}
+	}
+	return errs
 }
 
 // close stops the keeper, the spares and every session's child, and waits until all have

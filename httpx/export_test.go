@@ -21,3 +21,10 @@ func SetEventStoreClock(m *MemoryEventStore, now func() time.Time) { m.now = now
 
 // ParseJWK reads one key of a JWK set, as a TokenVerifier does.
 var ParseJWK = parseJWK
+
+// SetClock makes f the clock by which v times its fetches of the issuer's keys.
+func (v *TokenVerifier) SetClock(f func() time.Time) {
+	v.fetchMu.Lock()
+	defer v.fetchMu.Unlock()
+	v.now = f
+}

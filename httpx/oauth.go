@@ -23,6 +23,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/relayrt/relay/internal/oauthmeta"
 	"github.com/relayrt/relay/runtime"
 )
 
@@ -70,6 +71,7 @@ type TokenVerifier struct {
 	keys      atomic.Pointer[map[string]crypto.PublicKey] // read by every request, without a lock
 	fetchMu   sync.Mutex                                  // held while the keys are fetched: one fetch at a time
 	fetchedAt time.Time                                   // under fetchMu
+	now       func() time.Time                            // the clock of fetchedAt (tests set it)
 
 	seenMu sync.Mutex
 	seen   map[string]introspected // opaque tokens, until they expire
@@ -101,7 +103,7 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		return nil, errors.New("httpx: a token verifier needs the server's canonical resource URI as its Audience")
 	}
 	iss, err := url.Parse(o.Issuer)
-	if err != nil || iss.Host == "" || (iss.Scheme != "https" && !(iss.Scheme == "http" && isLoopbackHost(iss.Hostname()))) {
+	if err != nil || iss.Host == "" || (iss.Scheme != "https" && !(iss.Scheme == "http" && oauthmeta.IsLoopback(iss.Hostname()))) {
 		return nil, fmt.Errorf("httpx: issuer %q must be an https URL (or http on a loopback host, for development)", o.Issuer)
 	}
 	var meta struct {
@@ -110,7 +112,7 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		IntrospectionEndpoint string `json:"introspection_endpoint"`
 	}
 	var tried []string
-	for _, u := range metadataURLs(iss) {
+	for _, u := range oauthmeta.MetadataURLs(iss) {
 		tried = append(tried, u)
 		if err = getJSON(ctx, o.Client, u, &meta); err == nil {
 			break
@@ -123,10 +125,10 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		// RFC 8414 §3.3: the issuer in the metadata must be the one asked about.
 		return nil, fmt.Errorf("httpx: the metadata of %q names issuer %q", o.Issuer, meta.Issuer)
 	}
-	v := &TokenVerifier{o: o, jwksURI: meta.JWKSURI, introspection: meta.IntrospectionEndpoint, seen: map[string]introspected{}}
+	v := &TokenVerifier{o: o, jwksURI: meta.JWKSURI, introspection: meta.IntrospectionEndpoint, seen: map[string]introspected{}, now: time.Now}
 	if v.jwksURI != "" {
 		v.fetchMu.Lock()
-		v.fetchedAt = time.Now()
+		v.fetchedAt = v.now()
 		err := v.fetchKeys(ctx)
 		v.fetchMu.Unlock()
 		if err != nil {
@@ -134,19 +136,6 @@ func NewTokenVerifier(ctx context.Context, o TokenVerifierOptions) (*TokenVerifi
 		}
 	}
 	return v, nil
-}
-
-// metadataURLs are where an issuer's metadata may be: RFC 8414's well-known location (the
-// well-known segment goes before the issuer's path), then OpenID Connect Discovery's, in
-// both forms.
-func metadataURLs(iss *url.URL) []string {
-	root := iss.Scheme + "://" + iss.Host
-	path := strings.TrimSuffix(iss.Path, "/")
-	urls := []string{root + "/.well-known/oauth-authorization-server" + path}
-	if path != "" {
-		urls = append(urls, root+"/.well-known/openid-configuration"+path)
-	}
-	return append(urls, root+path+"/.well-known/openid-configuration")
 }
 
 // getJSON GETs u and decodes at most 1 MiB of it into v.
@@ -199,10 +188,10 @@ func (v *TokenVerifier) key(ctx context.Context, kid string) (crypto.PublicKey, 
 	}
 	v.fetchMu.Lock()
 	defer v.fetchMu.Unlock()
-	if time.Since(v.fetchedAt) >= keyRefreshEvery {
+	if v.now().Sub(v.fetchedAt) >= keyRefreshEvery {
 		// Counted before it is tried, so that an issuer that is down is asked at most once a
 		// minute too; on a context of its own, bounded, as requests wait on this lock.
-		v.fetchedAt = time.Now()
+		v.fetchedAt = v.now()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		err := v.fetchKeys(fctx)
 		cancel()

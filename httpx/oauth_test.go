@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ type issuer struct {
 	rsaKey     *rsa.PrivateKey
 	ecKey      *ecdsa.PrivateKey
 	jwksHits   atomic.Int32
+	rotated    atomic.Bool               // the keys also include rsa2 (the RSA key under a new id)
+	down       atomic.Bool               // the keys endpoint answers 503
 	opaque     map[string]map[string]any // token → introspection answer
 	introspect atomic.Int32
 }
@@ -46,13 +49,23 @@ func newIssuer(t *testing.T) *issuer {
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.jwksHits.Add(1)
+		if is.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		ec := is.ecKey.PublicKey
-		json.NewEncoder(w).Encode(map[string]any{"keys": []any{
-			map[string]any{"kty": "RSA", "kid": "rsa1", "use": "sig", "n": b64(is.rsaKey.N.Bytes()),
-				"e": b64(big.NewInt(int64(is.rsaKey.E)).Bytes())},
+		rsaJWK := func(kid string) any {
+			return map[string]any{"kty": "RSA", "kid": kid, "use": "sig", "n": b64(is.rsaKey.N.Bytes()),
+				"e": b64(big.NewInt(int64(is.rsaKey.E)).Bytes())}
+		}
+		keys := []any{rsaJWK("rsa1"),
 			map[string]any{"kty": "EC", "kid": "ec1", "crv": "P-256", "x": b64(ec.X.FillBytes(make([]byte, 32))),
 				"y": b64(ec.Y.FillBytes(make([]byte, 32)))},
-		}})
+		}
+		if is.rotated.Load() {
+			keys = append(keys, rsaJWK("rsa2"))
+		}
+		json.NewEncoder(w).Encode(map[string]any{"keys": keys})
 	})
 	mux.HandleFunc("/introspect", func(w http.ResponseWriter, r *http.Request) {
 		is.introspect.Add(1)
@@ -242,6 +255,61 @@ func TestTokenVerifier_BoundsWhatItAsksTheIssuer(t *testing.T) {
 	}
 	if got := is.introspect.Load(); got != 1 {
 		t.Errorf("introspected %d times, want 1 (cached until it expires)", got)
+	}
+}
+
+// The keys are fetched again for an unknown key id once a minute has passed since the last
+// fetch, and not before: a rotated key is learnt, and an issuer that is down is asked at
+// most once a minute however many requests name keys it does not have (the fetch is counted
+// before it is tried).
+func TestTokenVerifier_RefetchesKeysAtMostOnceAMinute(t *testing.T) {
+	is := newIssuer(t)
+	v := verifier(t, is)
+	var mu sync.Mutex
+	now := time.Now()
+	v.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	auth := func(kid string) error {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Authorization", "Bearer "+is.token(t, jwt.SigningMethodRS256, kid, nil))
+		_, err := v.Authenticate(r)
+		return err
+	}
+	hits := func() int32 { return is.jwksHits.Load() }
+	start := hits()
+
+	is.rotated.Store(true) // the issuer rotates: rsa2 is new
+	if auth("rsa2") == nil {
+		t.Fatal("a key rotated in within the minute was accepted without a fetch")
+	}
+	if got := hits() - start; got != 0 {
+		t.Errorf("%d fetches within the minute of the last, want 0", got)
+	}
+	advance(61 * time.Second)
+	if err := auth("rsa2"); err != nil {
+		t.Fatalf("the rotated key, a minute later: %v", err)
+	}
+	if got := hits() - start; got != 1 {
+		t.Errorf("%d fetches to learn the rotated key, want 1", got)
+	}
+
+	is.down.Store(true)
+	advance(61 * time.Second)
+	for range 20 {
+		if auth("rsa3") == nil {
+			t.Fatal("an unknown key id passed")
+		}
+	}
+	if got := hits() - start; got != 2 {
+		t.Errorf("an issuer that is down was asked %d times for 20 requests, want once", got-1)
+	}
+	advance(61 * time.Second)
+	auth("rsa3")
+	if got := hits() - start; got != 3 {
+		t.Errorf("a minute later, %d fetches in all, want 3", got)
+	}
+	if err := auth("rsa1"); err != nil { // the keys it had still serve
+		t.Errorf("a known key while the issuer is down: %v", err)
 	}
 }
 

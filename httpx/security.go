@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/relayrt/relay/internal/oauthmeta"
 	"github.com/relayrt/relay/runtime"
 )
 
@@ -66,7 +67,7 @@ func originAllowed(origin string, allowed []string) bool {
 	if err != nil {
 		return false
 	}
-	return isLoopbackHost(u.Hostname())
+	return oauthmeta.IsLoopback(u.Hostname())
 }
 
 // hostAllowed protects loopback servers from DNS rebinding: the Host header must name a
@@ -76,16 +77,7 @@ func hostAllowed(host string, allowed []string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		name = h
 	}
-	return isLoopbackHost(name) || slices.Contains(allowed, name) || slices.Contains(allowed, "*")
-}
-
-func isLoopbackHost(name string) bool {
-	name = strings.Trim(name, "[]")
-	if strings.EqualFold(name, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(name)
-	return ip != nil && ip.IsLoopback()
+	return oauthmeta.IsLoopback(name) || slices.Contains(allowed, name) || slices.Contains(allowed, "*")
 }
 
 // requestContext is the context a request's dispatcher runs under: the handler's base (so

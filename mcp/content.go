@@ -8,7 +8,8 @@ import (
 )
 
 // Content is one item of a tool result or a prompt message: *TextContent, *ImageContent,
-// *AudioContent, *ResourceLink or *EmbeddedResource.
+// *AudioContent, *ResourceLink or *EmbeddedResource; and, as a client reads it,
+// *UnknownContent.
 type Content interface {
 	wire() contentWire
 }
@@ -59,6 +60,20 @@ type EmbeddedResource struct {
 	Resource    *ResourceContents
 	Annotations *Annotations
 	Meta        map[string]any
+}
+
+// UnknownContent is a content block of a type this package does not know, one a later
+// revision or an extension defines, as DecodeContent keeps it rather than fail the result
+// that holds it: Type is its "type", Raw the whole block as it came, Meta its _meta. It is
+// for reading: written, it is a block of its type and _meta only.
+type UnknownContent struct {
+	Type string
+	Raw  json.RawMessage
+	Meta map[string]any
+}
+
+func (c *UnknownContent) wire() contentWire {
+	return contentWire{Type: c.Type, Meta: c.Meta}
 }
 
 func (c *TextContent) wire() contentWire {
@@ -264,8 +279,23 @@ func DecodeSamplingContent(raw json.RawMessage) ([]SamplingContent, error) {
 	return out, nil
 }
 
-// decodeContent reads one ContentBlock (text, image, audio, resource_link, resource).
+// decodeContent reads one ContentBlock (text, image, audio, resource_link, resource); a
+// block of another type is an error.
 func decodeContent(raw json.RawMessage) (Content, error) {
+	c, err := DecodeContent(raw)
+	if u, ok := c.(*UnknownContent); ok {
+		return nil, fmt.Errorf("unknown content type %q", u.Type)
+	}
+	return c, err
+}
+
+// DecodeContent reads one content block (MCP 2025-11-25 and 2026-07-28 schema ContentBlock:
+// text, image, audio, resource_link, resource) as a client receives it, in a tool result or
+// a prompt message. A block of a type it does not know is an *UnknownContent: a client
+// keeps the result, and the blocks it can read, when a server sends a kind of block newer
+// than the client. A malformed block, or a "resource" block without its resource, is an
+// error.
+func DecodeContent(raw json.RawMessage) (Content, error) {
 	var w struct {
 		Type        string       `json:"type"`
 		Text        string       `json:"text"`
@@ -306,5 +336,5 @@ func decodeContent(raw json.RawMessage) (Content, error) {
 		return &EmbeddedResource{Resource: &ResourceContents{URI: r.URI, MimeType: r.MimeType, Text: r.Text, Blob: r.Blob, Meta: r.Meta},
 			Annotations: w.Annotations, Meta: w.Meta}, nil
 	}
-	return nil, fmt.Errorf("unknown content type %q", w.Type)
+	return &UnknownContent{Type: w.Type, Raw: append(json.RawMessage(nil), raw...), Meta: w.Meta}, nil
 }

@@ -58,8 +58,10 @@ type Skill struct {
 	// manifest ("resources": "dynamic", which some hosts decline to load), and every file
 	// but SKILL.md, and every directory, is read from Live when a client asks for it (at
 	// most MaxSkillBytes a file). SKILL.md is still Files' alone: its frontmatter is the
-	// entry's, which must not change under a host. Live must be safe for concurrent use, as
-	// os.DirFS is.
+	// entry's, which must not change under a host. Live must be safe for concurrent use. A
+	// client names the files read from it: for a directory on disk, give the FS of an
+	// os.Root (os.OpenRoot(dir), then its FS method), which refuses a symlink that leads out
+	// of the directory, rather than os.DirFS, which follows it wherever it points.
 	Live fs.FS
 }
 
@@ -94,7 +96,8 @@ func (s *Server) AddSkill(sk *Skill) error {
 
 // AddSkillFS serves the skill whose directory is fsys (fs.Sub picks one out of a larger
 // tree) at path, as AddSkill does: every regular file under fsys's root is a file of the
-// skill. It stops at the limits, before reading a file that would pass them.
+// skill, and so is what a symlink there points to (os.Root's FS keeps them inside the
+// directory). It stops at the limits, before reading a file that would pass them.
 func (s *Server) AddSkillFS(path string, fsys fs.FS) error {
 	sk := &Skill{Path: path, Files: map[string][]byte{}}
 	total := 0

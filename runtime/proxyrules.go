@@ -49,8 +49,10 @@ type ProxyRules struct {
 	ReadTools                                               func(result json.RawMessage) (repeatable map[string]bool, next string)
 
 	// Lists are the lists a server may say have changed, each once declared in its
-	// capabilities.
-	Lists []ListRule
+	// capabilities. NextCursor is the member of a list's result that holds the next page's
+	// cursor (sent back in the params' member ListCursor), absent or empty at the end.
+	Lists      []ListRule
+	NextCursor string
 
 	// CancelKey is the member of the profile's CancelMethod params that names the request.
 	CancelKey string
@@ -81,4 +83,14 @@ type ListRule struct {
 	Changed string
 	// Filter is the member of a Listen request's ListFilter that asks for Changed.
 	Filter string
+	// Read are the requests that read the list, each with the member of its result that
+	// holds a page's items: a proxy that replaces a server with another compares them, to
+	// say Changed only when the list differs.
+	Read []ListRead
+}
+
+// ListRead is a request that reads (part of) a list, and the member of its result that holds
+// a page's items.
+type ListRead struct {
+	Method, Items string
 }

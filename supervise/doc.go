@@ -13,6 +13,8 @@
 //     from an injectable Clock, so the logic is tested without sleeping.
 //   - Proxy puts a Supervisor between a host on stdio and the child; ServeFrames is its core,
 //     on channels of frames, for a host of another kind (relay bridge's HTTP sessions).
+//     Through either, Supervisor.Upgrade replaces the child with a new version without
+//     dropping the host (upgrade.go).
 //
 // # The supervisor's own death
 //

@@ -19,6 +19,13 @@ type Observer interface {
 	// them is a restart.
 	Restarting(exit string, restarts int)
 	Started()
+	// Stopped is called when the proxy is done with children: the supervisor gave up (err
+	// says why) or the proxy ended (err nil). A restart under way ends there.
+	Stopped(err error)
+	// Upgrade is called when an upgrade starts (see Supervisor.Upgrade), with the reason it
+	// was asked for; the proxy calls the function it returns once, when the upgrade ends (err
+	// nil: the new child serves; else why the old one still does).
+	Upgrade(reason string) (end func(err error))
 }
 
 // Call follows one host request through a proxy.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -77,12 +78,15 @@ type pending struct {
 	internal  bool // the proxy's own request (replayed initialize, probe, tools/list)
 	listen    bool // a subscriptions/listen stream: its acknowledgement is swallowed on replay
 	replayed  bool
-	waiting   bool // to be sent again: the child it was sent to died, or never took it
-	unsent    bool // the child it was sent to had closed its input: it never reached a child
-	suspect   bool // in flight at two deaths: sent again one at a time, alone
-	deaths    int  // how many children died while it was in flight on them
-	sends     int  // how many times it was sent to a child
-	call      Call // what the Observer follows of it, if any
+	waiting   bool                  // to be sent again: the child it was sent to died, or never took it
+	unsent    bool                  // the child it was sent to had closed its input: it never reached a child
+	suspect   bool                  // in flight at two deaths: sent again one at a time, alone
+	deaths    int                   // how many children died while it was in flight on them
+	sends     int                   // how many times it was sent to a child
+	call      Call                  // what the Observer follows of it, if any
+	to        *Child                // the child it was sent to (nil: none yet)
+	then      func(jsonrpc.Message) // an internal request's continuation, given its answer
+	changed   map[string]bool       // a stream re-opened by an upgrade: the lists that differ
 }
 
 // proxy is the actor between a host and a supervised child.
@@ -98,14 +102,14 @@ type proxy struct {
 	child     *Child
 	childOut  <-chan []byte
 	nextID    int64
-	pend      map[string]*pending // child id → request
-	byHost    map[string]string   // host id → child id
-	queue     [][]byte            // host frames waiting for a child, or for the suspects
-	suspects  []string            // ids of the suspects waiting to be sent again, one at a time
-	suspectID string              // the child id of the suspect in flight, alone
-	annotated map[string]bool     // tools safe to repeat, from the child's tools/list
-	listing   bool                // the proxy's own tools/list of the child is under way
-	calls     map[string][]byte   // our id for a child's request to the host → the child's id
+	pend      map[string]*pending  // child id → request
+	byHost    map[string]string    // host id → child id
+	queue     [][]byte             // host frames waiting for a child, or for the suspects
+	suspects  []string             // ids of the suspects waiting to be sent again, one at a time
+	suspectID string               // the child id of the suspect in flight, alone
+	annotated map[string]bool      // tools safe to repeat, from the child's tools/list
+	listing   bool                 // the proxy's own tools/list of the child is under way
+	calls     map[string]childCall // our id for a child's request to the host → the child and its id
 	nextCall  int64
 
 	initParams json.RawMessage            // the host's handshake, replayed on every new child
@@ -130,6 +134,19 @@ type proxy struct {
 	lastExit   string           // and how it exited
 	lastHeard  time.Time
 	probeID    string
+
+	up       *upgrading          // the upgrade under way (upgrade.go)
+	upAgain  []upgrade           // asked for while one was under way: served by one more
+	adopting *Child              // handed to the supervisor, which has not said it took it
+	retiring map[*Child]*retiree // upgraded-away children finishing what they have in flight
+	retired  chan retiredFrame   // their frames, from one forwarder each
+	workers  sync.WaitGroup      // the forwarders and stoppers of retiring children
+}
+
+// childCall is a child's request to the host, by the child's own id.
+type childCall struct {
+	child *Child
+	id    []byte
 }
 
 // Proxy serves a host over hostIn and hostOut (stdio framing: Relay's reader and writer
@@ -146,6 +163,14 @@ type proxy struct {
 // that says it crashes the server, and never sent again; the others are answered as usual.
 // A child that dies with no suspect in flight died of something else: the suspects waiting
 // then go again at once with the other replays, instead of waiting for the crashes to end.
+//
+// Supervisor.Upgrade replaces the child without dropping the host: a new child is started
+// beside the old one and brought to its state (the handshake, the restated state and the
+// subscriptions replayed), and both are listed; then the new one takes every new request and
+// the host's streams, the host is told list_changed only for the lists that differ, and the
+// old one is stopped once it has answered what it had in flight, or after Drain (what it
+// still owed is then replayed on the new child when safe, or answered with an error). A new
+// child that fails to start or to answer within 30 s is stopped; the old one keeps serving.
 //
 // When the host's input ends or ctx ends (a SIGTERM, say), the requests in flight have
 // ProxyOptions.Drain to be answered (requests that arrive after ctx ended are refused at
@@ -260,7 +285,7 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 	// The supervisor ends when the proxy says, not with ctx: the requests in flight are
 	// drained first.
 	supCtx, stopSup := context.WithCancel(context.WithoutCancel(ctx))
-	go func() { supErr <- sup.Run(supCtx) }()
+	go func() { supErr <- sup.run(supCtx) }() // upgrades are the proxy's to serve
 
 	p := newProxy(sup, toHost, o)
 	err := p.run(ctx, hostFrames, sup.Events(), stopSup)
@@ -271,14 +296,19 @@ func serveFrames(ctx context.Context, sup *Supervisor, hostFrames <-chan []byte,
 	if serr := <-supErr; err == nil && serr != nil {
 		err = serr
 	}
+	p.endUpgrades()
+	if o.Observer != nil {
+		o.Observer.Stopped(nil)
+	}
 	return err
 }
 
 // newProxy returns the proxy's actor state, before its first event.
 func newProxy(sup *Supervisor, toHost chan<- []byte, o ProxyOptions) *proxy {
 	return &proxy{sup: sup, proto: o.Protocol, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
-		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string][]byte{},
-		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{}}
+		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string]childCall{},
+		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{},
+		retiring: map[*Child]*retiree{}, retired: make(chan retiredFrame)}
 }
 
 func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
@@ -306,6 +336,14 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			}
 			p.lastHeard = p.clock.Now()
 			p.fromChild(f)
+		case f, ok := <-p.candidateFrames():
+			p.fromCandidate(f, ok)
+		case rf := <-p.retired:
+			p.fromRetiring(rf)
+		case u := <-p.sup.upgrades:
+			p.askUpgrade(u)
+		case <-p.upgradeDeadline():
+			p.upgradeTimedOut()
 		case e, ok := <-events:
 			if !ok {
 				events, p.supDone = nil, true
@@ -328,6 +366,7 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			ctx = context.Background() // keep draining events until the supervisor is done
 		}
 		p.pump()
+		p.nextUpgrade() // one asked for during a restart waits for the new child
 		// A command that cannot run is said to every request the host sends until it closes
 		// its input: a host's first request usually comes after the start has failed.
 		if p.supDone && (p.cannotRun == nil || p.hostDone || p.stopping) {
@@ -440,7 +479,7 @@ func (p *proxy) event(e Event) {
 		}
 		p.child, p.childOut, p.lastHeard, p.probeID = e.Child, e.Child.Frames(), p.clock.Now(), ""
 		p.answered, p.settled = false, nil
-		p.calls = map[string][]byte{}
+		p.calls = map[string]childCall{}
 		p.ready = p.initParams == nil
 		if p.initParams != nil {
 			p.internal(p.proto.rules.Handshake, p.initParams)
@@ -450,6 +489,10 @@ func (p *proxy) event(e Event) {
 			p.replay()
 		}
 	case EventExited:
+		if e.Child != nil && e.Child != p.child {
+			return // an upgraded-away child: its forwarder tells its end
+		}
+		p.abortUpgrade("the child exited during the upgrade, which starts again once it has restarted")
 		if p.childOut != nil { // answers written before the exit are still buffered: deliver them
 			for f := range p.childOut {
 				p.fromChild(f)
@@ -472,15 +515,24 @@ func (p *proxy) event(e Event) {
 			p.log.Error("the child exited "+strconv.Itoa(silentLimit)+" times in a row before answering any request (initialize, server/discover or other); its last lines on stderr say why",
 				zap.String("exit", e.Exit.String()), zap.Strings("stderr", p.lastTail))
 		}
+		dead := p.child
 		p.child, p.childOut, p.ready = nil, nil, false
-		p.restarted()
+		p.restarted(dead)
 	case EventRestarting:
 		p.log.Info("restarting the child", zap.Duration("delay", e.Delay), zap.Int("restarts", e.Restarts))
 		if p.opts.Observer != nil {
 			p.opts.Observer.Restarting(p.lastExit, e.Restarts)
 		}
+	case EventUpgraded:
+		if e.Child == p.adopting {
+			p.adopting = nil
+			p.nextUpgrade()
+		}
 	case EventGaveUp:
 		p.gaveUp, p.gaveUpWhy = true, e.Err
+		if p.opts.Observer != nil {
+			p.opts.Observer.Stopped(e.Err)
+		}
 		if errors.As(e.Err, &p.cannotRun) {
 			p.log.Error("relay cannot start the child: every request will be answered with this error until the host closes its input",
 				zap.String("command", p.cannotRun.Command), zap.NamedError("cause", p.cannotRun.Err))
@@ -514,7 +566,7 @@ func (p *proxy) event(e Event) {
 // A pending request that waits and is a suspect is in p.suspects, and p.suspects names
 // nothing else that is pending: only nextSuspect sends a suspect (replay skips them). The
 // tests check this after every step (invariant).
-func (p *proxy) restarted() {
+func (p *proxy) restarted(dead *Child) {
 	if _, judged := p.pend[p.suspectID]; !judged {
 		// No suspect was in flight: the children die of something else (a crash loop, a
 		// kill). The suspects waiting go again at once with the other replays; held for a
@@ -533,11 +585,13 @@ func (p *proxy) restarted() {
 	}
 	p.suspectID = ""
 	p.listing = false // its list died with it; the next child is listed when ready
-	inFlight := p.hostInFlight()
+	inFlight := p.hostInFlight(dead)
 	var fresh []string
 	for id, r := range p.pend {
 		switch {
 		case r.waiting: // not sent to the child that died
+			continue
+		case r.to != nil && r.to != dead: // on an upgraded-away child, which is still finishing it
 			continue
 		case r.internal:
 			p.forget(id)
@@ -628,7 +682,7 @@ func (p *proxy) nextSuspect() {
 		}
 		return
 	}
-	if p.hostInFlight() > 0 {
+	if p.hostInFlight(p.child) > 0 {
 		return // a suspect goes alone: the host's requests in flight finish first
 	}
 	for len(p.suspects) > 0 {
@@ -662,11 +716,11 @@ func (p *proxy) holding() bool {
 	return len(p.suspects) > 0 && p.answered && p.clock.Now().Sub(p.upAt) >= p.opts.settle
 }
 
-// hostInFlight counts the host requests the child has now, streams apart.
-func (p *proxy) hostInFlight() int {
+// hostInFlight counts the host requests child c has now, streams apart.
+func (p *proxy) hostInFlight(c *Child) int {
 	n := 0
 	for _, r := range p.pend {
-		if !r.internal && !r.listen && !r.waiting {
+		if !r.internal && !r.listen && !r.waiting && r.to == c {
 			n++
 		}
 	}
@@ -732,12 +786,12 @@ func (p *proxy) fromHost(f []byte) {
 	}
 	switch m.Kind {
 	case jsonrpc.KindResponse: // the host answers a request of the child's
-		childID, ok := p.calls[string(m.ID)]
-		if !ok || p.child == nil {
+		call, ok := p.calls[string(m.ID)]
+		if !ok {
 			return
 		}
 		delete(p.calls, string(m.ID))
-		p.child.Send(withID(f, childID))
+		call.child.Send(withID(f, call.id)) // an error if it is gone: nobody waits for it then
 		return
 	case jsonrpc.KindNotification:
 		if is(m.Method, p.proto.cancel) {
@@ -814,7 +868,7 @@ func (p *proxy) send(r *pending) (string, bool) {
 	if r.hostToken != nil {
 		params = setMeta(params, p.proto.rules.ProgressKey, json.RawMessage(id))
 	}
-	r.sent = p.clock.Now()
+	r.sent, r.to = p.clock.Now(), p.child
 	if r.sends++; r.sends > 1 && r.call != nil {
 		r.call.Replayed()
 	}
@@ -844,12 +898,17 @@ func (p *proxy) send(r *pending) (string, bool) {
 	return string(id), true
 }
 
-// internal sends a request of the proxy's own, whose answer is swallowed.
+// internal sends a request of the proxy's own to the child, and swallows its answer.
 func (p *proxy) internal(method string, params json.RawMessage) string {
+	return p.ask(p.child, method, params, nil)
+}
+
+// ask sends a request of the proxy's own to c; then, if set, is given its answer.
+func (p *proxy) ask(c *Child, method string, params json.RawMessage, then func(jsonrpc.Message)) string {
 	p.nextID++
 	id := jsonrpc.IntID(p.nextID)
-	p.pend[string(id)] = &pending{method: method, params: params, internal: true, sent: p.clock.Now()}
-	p.child.Send(jsonrpc.AppendRequest(nil, id, method, params))
+	p.pend[string(id)] = &pending{method: method, params: params, internal: true, sent: p.clock.Now(), to: c, then: then}
+	c.Send(jsonrpc.AppendRequest(nil, id, method, params))
 	return string(id)
 }
 
@@ -860,14 +919,18 @@ func (p *proxy) cancel(m jsonrpc.Message) {
 	if !ok {
 		return
 	}
+	to := p.child
+	if r := p.pend[childID]; r != nil && r.to != nil {
+		to = r.to // an upgraded-away child may still have it
+	}
 	if !p.proto.answered { // MCP: nothing more is said about a cancelled request
 		if r := p.pend[childID]; r != nil && r.call != nil {
 			r.call.Ended(nil, true)
 		}
 		p.forget(childID)
 	}
-	if p.child != nil {
-		p.child.Send(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, key, json.RawMessage(childID))))
+	if to != nil {
+		to.Send(jsonrpc.AppendNotification(nil, m.Method, jsonrpc.SetMember(m.Params, key, json.RawMessage(childID))))
 	}
 }
 
@@ -892,13 +955,18 @@ func (p *proxy) fromChild(f []byte) {
 		}
 		p.answer(m, f)
 	case jsonrpc.KindRequest: // a legacy server asks the client: forward with an id of ours
-		p.nextCall++
-		ours := jsonrpc.StringID("relay-" + strconv.FormatInt(p.nextCall, 10))
-		p.calls[string(ours)] = m.ID
-		p.toHost(withID(f, ours))
+		p.forwardCall(p.child, m, f)
 	case jsonrpc.KindNotification:
 		p.notification(m, f)
 	}
+}
+
+// forwardCall passes a child's request to the host, under an id of the proxy's own.
+func (p *proxy) forwardCall(c *Child, m jsonrpc.Message, f []byte) {
+	p.nextCall++
+	ours := jsonrpc.StringID("relay-" + strconv.FormatInt(p.nextCall, 10))
+	p.calls[string(ours)] = childCall{child: c, id: m.ID}
+	p.toHost(withID(f, ours))
 }
 
 func (p *proxy) answer(m jsonrpc.Message, f []byte) {
@@ -911,13 +979,17 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		return // cancelled, timed out, or a probe: nobody waits for it
 	}
 	p.forget(key)
+	if r.then != nil {
+		r.then(m)
+		return
+	}
 	if r.internal {
 		p.internalAnswer(r, m)
 		return
 	}
 	rules := &p.proto.rules
 	switch {
-	case m.Result == nil:
+	case m.Result == nil, r.to != p.child: // an upgraded-away child's lists are not the proxy's
 	case is(r.method, rules.ListTools):
 		p.learn(m.Result)
 	case is(r.method, rules.Handshake), is(r.method, rules.Discover):
@@ -946,18 +1018,7 @@ func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
 		if m.Result != nil {
 			p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
 		}
-		if rules.Handshaken != "" {
-			p.child.Send(jsonrpc.AppendNotification(nil, rules.Handshaken, nil))
-		}
-		for _, method := range rules.Restate { // in the protocol's order
-			if params, ok := p.restate[method]; ok {
-				p.internal(method, params)
-			}
-		}
-		for key := range p.subscribed {
-			params, _ := json.Marshal(map[string]string{rules.SubscriptionKey: key})
-			p.internal(rules.Subscribe, params)
-		}
+		p.restore(p.child, func(method string, params json.RawMessage) { p.internal(method, params) })
 		if rules.ListTools != "" {
 			p.internal(rules.ListTools, json.RawMessage(`{}`))
 		}
@@ -987,6 +1048,24 @@ func (p *proxy) internalAnswer(r *pending, m jsonrpc.Message) {
 		}
 		p.listing = false
 		p.pump()
+	}
+}
+
+// restore brings a child that has answered the host's handshake to the state the host set:
+// the handshake's notification, then (with ask) the restated state and every subscription.
+func (p *proxy) restore(c *Child, ask func(method string, params json.RawMessage)) {
+	rules := &p.proto.rules
+	if rules.Handshaken != "" {
+		c.Send(jsonrpc.AppendNotification(nil, rules.Handshaken, nil))
+	}
+	for _, method := range rules.Restate { // in the protocol's order
+		if params, ok := p.restate[method]; ok {
+			ask(method, params)
+		}
+	}
+	for key := range p.subscribed {
+		params, _ := json.Marshal(map[string]string{rules.SubscriptionKey: key})
+		ask(rules.Subscribe, params)
 	}
 }
 
@@ -1073,7 +1152,7 @@ func (p *proxy) notification(m jsonrpc.Message, f []byte) {
 			// 2026-07-28, Basic › Patterns › Subscriptions).
 			filter := jsonrpc.Field(r.params, rules.ListFilter)
 			for _, l := range rules.Lists {
-				if p.declared(l) && string(jsonrpc.Field(filter, l.Filter)) == "true" {
+				if p.declared(l) && string(jsonrpc.Field(filter, l.Filter)) == "true" && (r.changed == nil || r.changed[l.Capability]) {
 					p.toHost(jsonrpc.AppendNotification(nil, l.Changed,
 						setMeta(nil, rules.StreamKey, json.RawMessage(r.hostID))))
 				}
@@ -1094,8 +1173,8 @@ func (p *proxy) timers() {
 			if r.internal || r.listen || now.Sub(r.sent) < p.opts.Timeout {
 				continue
 			}
-			if p.child != nil {
-				p.child.Send(p.proto.cancelFrame(json.RawMessage(id), "timed out in the supervisor"))
+			if r.to != nil {
+				r.to.Send(p.proto.cancelFrame(json.RawMessage(id), "timed out in the supervisor"))
 			}
 			p.fail(id, r, p.proto.rules.Busy("the request timed out in the supervisor after "+p.opts.Timeout.String(),
 				map[string]any{"reason": "timed out", "retryable": true}))

@@ -31,6 +31,7 @@ type tpHost struct {
 	*hosttest.Host
 	t       *testing.T
 	in      *io.PipeWriter // the host's frames to the proxy
+	sup     *Supervisor
 	proxied chan error
 	cancel  context.CancelFunc
 	closed  bool
@@ -42,9 +43,9 @@ func tpStart(t *testing.T, spec Spec, opts *ProxyOptions) *tpHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &tpHost{Host: hosttest.New(t, "the proxy", inW, outR), t: t, in: inW, proxied: make(chan error, 1), cancel: cancel}
+	h := &tpHost{Host: hosttest.New(t, "the proxy", inW, outR), t: t, in: inW, sup: New(spec), proxied: make(chan error, 1), cancel: cancel}
 	go func() {
-		err := Proxy(ctx, New(spec), inR, outW, opts)
+		err := Proxy(ctx, h.sup, inR, outW, opts)
 		outW.Close()
 		inR.Close() // Proxy does not own its input: unblock its reader if the host is still open
 		h.proxied <- err
@@ -560,7 +561,9 @@ func TestProxyBoundsTheBacklogOfAChildThatStopsReading(t *testing.T) {
 	if busy < n-40 {
 		t.Errorf("%d of %d calls were refused as busy; the backlog was not bounded", busy, n)
 	}
-	if err := h.stop(10 * time.Second); err != nil {
+	// The hang call has the drain (5 s) to be answered, then the child is stopped: 30 s is
+	// for a loaded machine (CI ran this at 2 cores under -race beside other packages).
+	if err := h.stop(30 * time.Second); err != nil {
 		t.Errorf("Proxy = %v", err)
 	}
 }

@@ -62,17 +62,23 @@ const (
 	EventExited     EventKind = "exited"
 	EventRestarting EventKind = "restarting"
 	EventGaveUp     EventKind = "gave-up"
+	// EventUpgraded: Child, started and made ready by the Proxy serving the supervisor (see
+	// Upgrade), is now the supervised child. The one it replaces is the Proxy's to stop.
+	EventUpgraded EventKind = "upgraded"
 )
 
 // Event is a typed report for metrics and logs.
 type Event struct {
 	Kind     EventKind
-	Child    *Child        // started: the new child
+	Child    *Child        // started, upgraded: the new child; exited: the child that exited
 	Exit     Exit          // exited
 	Delay    time.Duration // restarting: the backoff before the next start
 	Restarts int           // restarts within the intensity window so far
 	Err      error         // gave-up: why
 }
+
+// ErrNotServed is Upgrade's error for a supervisor that no Proxy or ServeFrames runs.
+var ErrNotServed = errors.New("supervise: an upgrade needs the supervisor to be run by Proxy or ServeFrames, which know when a new child is ready; use Restart to replace the child")
 
 // ErrGaveUp is returned by Run when the restart intensity was exceeded, a start failed
 // past the limit, or the command cannot run at all (the error is then also a *StartError,
@@ -82,10 +88,18 @@ var ErrGaveUp = errors.New("supervise: gave up restarting the child")
 // Supervisor keeps one child running according to a Spec. Its state belongs to Run's
 // goroutine; other goroutines talk to it through Restart and the Events channel.
 type Supervisor struct {
-	spec    Spec
-	events  chan Event
-	restart chan string
-	log     *zap.Logger
+	spec     Spec
+	events   chan Event
+	restart  chan string
+	upgrades chan upgrade // to the actor that serves upgrades: the Proxy, or Run alone
+	adopt    chan *Child  // from the Proxy: a new child, ready, to supervise instead
+	log      *zap.Logger
+}
+
+// upgrade is a request for a zero-downtime upgrade; done gets its outcome.
+type upgrade struct {
+	reason string
+	done   chan error // buffered: the server never waits for the asker
 }
 
 // New returns a supervisor for spec. Read its Events until Run returns: Run waits for
@@ -116,7 +130,8 @@ func New(spec Spec) *Supervisor {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Supervisor{spec: spec, events: make(chan Event), restart: make(chan string, 1), log: log}
+	return &Supervisor{spec: spec, events: make(chan Event), restart: make(chan string, 1),
+		upgrades: make(chan upgrade), adopt: make(chan *Child, 1), log: log}
 }
 
 // Events delivers what happens to the child, in order. It is closed when Run returns.
@@ -131,6 +146,28 @@ func (s *Supervisor) Restart(reason string) {
 	}
 }
 
+// Upgrade replaces the child with a new one without dropping its client, and returns once
+// the new child serves (nil) or once the attempt has failed (the old child still serves,
+// and the error says why): the Proxy (or ServeFrames) running s starts a new child from the
+// same Command (whose file may have changed: a new version), brings it to the state of the
+// old one, sends it every new request, and stops the old one once it has answered what it
+// had in flight (see Proxy). Upgrades asked for while one is under way are served by one
+// more upgrade after it. A supervisor run on its own, by Run, answers ErrNotServed.
+func (s *Supervisor) Upgrade(ctx context.Context, reason string) error {
+	u := upgrade{reason: reason, done: make(chan error, 1)}
+	select {
+	case s.upgrades <- u:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-u.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 type clockAdapter struct{ c Clock }
 
 func (a clockAdapter) Now() time.Time { return a.c.Now() }
@@ -139,6 +176,24 @@ func (a clockAdapter) Now() time.Time { return a.c.Now() }
 // the full sequence, and Run returns nil), the policy says not to restart (nil), or the
 // intensity limit is exceeded (ErrGaveUp).
 func (s *Supervisor) Run(ctx context.Context) error {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // nothing here can tell when a new child is ready: upgrades are refused
+		for {
+			select {
+			case u := <-s.upgrades:
+				u.done <- ErrNotServed
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return s.run(ctx)
+}
+
+// run is Run's loop. A Proxy runs it directly, and serves s.upgrades itself: it hands the
+// new child over on s.adopt.
+func (s *Supervisor) run(ctx context.Context) error {
 	defer close(s.events)
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval = s.spec.MinBackoff, s.spec.MaxBackoff
@@ -146,9 +201,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	b.Clock = clockAdapter{s.spec.Clock}
 	b.Reset()
 	var restarts []time.Time
+	var adopted *Child // handed over by the Proxy: supervised instead of a new start
 	for {
 		started := s.spec.Clock.Now()
-		child, err := StartChild(s.spec.Command, &s.spec.Child)
+		child, kind := adopted, EventUpgraded
+		adopted = nil
+		var err error
+		if child == nil {
+			child, err = StartChild(s.spec.Command, &s.spec.Child)
+			kind = EventStarted
+		}
 		var exit Exit
 		var unrunnable *StartError
 		if errors.As(err, &unrunnable) { // the command cannot run: no restart can mend it
@@ -166,11 +228,15 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			case <-s.restart:
 			default:
 			}
-			if !s.emit(ctx, Event{Kind: EventStarted, Child: child}) {
+			if !s.emit(ctx, Event{Kind: kind, Child: child}) {
 				child.Stop(context.Background())
 				return nil
 			}
 			select {
+			case next := <-s.adopt: // upgraded: the Proxy stops the old child once it has drained
+				adopted = next
+				b.Reset()
+				continue
 			case <-child.Done():
 				exit = child.Exit()
 			case reason := <-s.restart:
@@ -179,10 +245,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				exit.Err = fmt.Errorf("restarted: %s", reason)
 			case <-ctx.Done():
 				exit = child.Stop(context.Background())
-				s.emit(context.Background(), Event{Kind: EventExited, Exit: exit})
+				s.emit(context.Background(), Event{Kind: EventExited, Child: child, Exit: exit})
 				return nil
 			}
-			s.emit(context.Background(), Event{Kind: EventExited, Exit: exit})
+			s.emit(context.Background(), Event{Kind: EventExited, Child: child, Exit: exit})
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -209,6 +275,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		}
 		select {
 		case <-s.spec.Clock.After(delay):
+		case adopted = <-s.adopt: // a new child, ready while the old one died: no need to wait
 		case <-ctx.Done():
 			return nil
 		}

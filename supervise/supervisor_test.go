@@ -420,3 +420,20 @@ func TestSupervisorDoesNotRetryACommandThatCannotRun(t *testing.T) {
 		})
 	}
 }
+
+// A supervisor run on its own cannot tell when a new child is ready: Upgrade says so, and
+// the child it runs is untouched.
+func TestSupervisorAloneRefusesUpgrade(t *testing.T) {
+	r := tsStart(t, Spec{Command: tcCommand(t, "echo", "")})
+	c := r.expect(t, EventStarted).Child
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.sup.Upgrade(ctx, "test"); !errors.Is(err, ErrNotServed) {
+		t.Fatalf("Upgrade = %v, want ErrNotServed", err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("the child exited")
+	default:
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/relayrt/relay/jsonrpc"
@@ -16,21 +17,38 @@ import (
 // context in the request's _meta, so that the caller's trace goes on through the proxy into
 // the server's own span, with an event "replayed" each time the request is sent again to a
 // new server; mcp.client.operation.duration; and a span "restart" for each restart of the
-// server, from the exit of one process to the start of the next. With t nil it returns nil.
+// server, from the exit of one process to the start of the next (or to the supervisor giving
+// up), and a span "upgrade" for each upgrade. Each proxy needs an Observer of its own. With t
+// nil it returns nil.
 func (t *Telemetry) Proxy() supervise.Observer {
 	if t == nil {
 		return nil
 	}
-	return &proxyObserver{t: t}
+	return &proxyObserver{t: t, calls: true}
+}
+
+// Children returns an Observer for a proxy whose requests already have client spans of their
+// own (relay bridge makes them itself): only the spans "restart" and "upgrade" of the child
+// named name. Each proxy needs an Observer of its own. With t nil it returns nil.
+func (t *Telemetry) Children(name string) supervise.Observer {
+	if t == nil {
+		return nil
+	}
+	return &proxyObserver{t: t, child: attribute.String("relay.child.name", name)}
 }
 
 // proxyObserver is called on the proxy's actor only: it needs no lock.
 type proxyObserver struct {
 	t       *Telemetry
-	restart trace.Span // open while a server restarts
+	calls   bool               // make each request's client span
+	child   attribute.KeyValue // the child's name, on its spans, when set
+	restart trace.Span         // open while a server restarts
 }
 
 func (o *proxyObserver) Request(method string, params json.RawMessage) (json.RawMessage, supervise.Call) {
+	if !o.calls {
+		return params, nil
+	}
 	ctx := context.Background()
 	if o.t.tracer != nil {
 		ctx = o.t.prop.Extract(ctx, carrier{meta: jsonrpc.Field(params, "_meta"), ctx: ctx})
@@ -44,7 +62,8 @@ func (o *proxyObserver) Restarting(exit string, restarts int) {
 		return
 	}
 	_, o.restart = o.t.tracer.Start(context.Background(), "restart", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("relay.child.exit", exit), attribute.Int("relay.child.restarts", restarts)))
+		trace.WithAttributes(attribute.String("relay.child.exit", exit), attribute.Int("relay.child.restarts", restarts)),
+		trace.WithAttributes(o.attrs()...))
 }
 
 func (o *proxyObserver) Started() {
@@ -52,6 +71,43 @@ func (o *proxyObserver) Started() {
 		o.restart.End()
 		o.restart = nil
 	}
+}
+
+// Stopped ends a restart that never came to a new child: the supervisor gave up (the span's
+// status says why), or the proxy ended during the backoff.
+func (o *proxyObserver) Stopped(err error) {
+	if o.restart == nil {
+		return
+	}
+	if err != nil {
+		o.restart.SetStatus(codes.Error, err.Error())
+	}
+	o.restart.End()
+	o.restart = nil
+}
+
+// Upgrade makes a span "upgrade", from the start of the new child to the moment it serves,
+// or to why it does not.
+func (o *proxyObserver) Upgrade(reason string) func(error) {
+	if o.t.tracer == nil {
+		return func(error) {}
+	}
+	_, span := o.t.tracer.Start(context.Background(), "upgrade", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String("relay.upgrade.reason", reason)), trace.WithAttributes(o.attrs()...))
+	return func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+// attrs are the attributes every span of the proxy's carries.
+func (o *proxyObserver) attrs() []attribute.KeyValue {
+	if o.child.Key == "" {
+		return nil
+	}
+	return []attribute.KeyValue{o.child}
 }
 
 // proxyCall is one request's client span.

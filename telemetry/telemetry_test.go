@@ -368,6 +368,9 @@ func TestSpansThroughTheBridge(t *testing.T) {
 	if !strings.Contains(string(answer), `"hi"`) {
 		t.Fatalf("through the bridge: %d %s", resp.StatusCode, answer)
 	}
+	if err := b.Upgrade(ctx, "a new release"); err != nil { // a span "upgrade", naming the child
+		t.Fatalf("Upgrade: %v", err)
+	}
 	srv.Close()
 	h.Close()
 	if err := b.Close(); err != nil { // the child exits on EOF, flushing its spans
@@ -407,10 +410,62 @@ func TestSpansThroughTheBridge(t *testing.T) {
 	if !bytes.Equal(child.ParentSpanId, client.SpanId) {
 		t.Error("the child's server span is not the bridge's client span's child")
 	}
+	if a := attrs(r.span(t, "upgrade")); a["relay.upgrade.reason"] != "a new release" || a["relay.child.name"] != "echo#0" {
+		t.Errorf("the upgrade span's attributes: %v", a)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.metrics["mcp.client.operation.duration"] {
 		t.Errorf("metrics received: %v, want mcp.client.operation.duration", r.metrics)
+	}
+}
+
+// stallClock is a supervise.Clock whose timers never fire; each After tells its duration on
+// asked, so that a test knows when the supervisor waits out a backoff.
+type stallClock struct{ asked chan time.Duration }
+
+func (stallClock) Now() time.Time { return time.Now() }
+func (c stallClock) After(d time.Duration) <-chan time.Time {
+	select {
+	case c.asked <- d:
+	default:
+	}
+	return nil
+}
+
+// TestRestartSpanEndsWhenTheProxyStops: a proxy that ends while its child waits to be
+// restarted (a host that closed its input during a long backoff) still ends, and so
+// exports, the span "restart".
+func TestRestartSpanEndsWhenTheProxyStops(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	r, tel := newTelemetry(t, "relay-supervise")
+	clock := stallClock{asked: make(chan time.Duration, 16)}
+	sup := supervise.New(supervise.Spec{Unlimited: true, MinBackoff: time.Hour, MaxBackoff: time.Hour, Clock: clock,
+		Command: supervise.Command{Path: sh, Args: []string{"-c", "exit 3"}}})
+	inR, inW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	proxied := make(chan error, 1)
+	go func() {
+		proxied <- supervise.Proxy(ctx, sup, inR, io.Discard, &supervise.ProxyOptions{Observer: tel.Proxy()})
+	}()
+	for d := range clock.asked { // the supervisor has told the proxy it restarts, and waits
+		if d >= 30*time.Minute { // the backoff: an hour, give or take its jitter
+			break
+		}
+	}
+	cancel()
+	inW.Close()
+	if err := <-proxied; err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if a := attrs(r.span(t, "restart")); a["relay.child.exit"] != "exit code 3" {
+		t.Errorf("the restart span's attributes: %v", a)
 	}
 }
 

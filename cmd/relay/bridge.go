@@ -40,6 +40,11 @@ The standard OTEL_* variables turn on OpenTelemetry: a server span per request, 
 span per request passed on to a child (which gets its trace context in _meta.traceparent).
 --record DIR records the frames between the bridge and each child, a file per child (so a
 file per session with a server of the initialize generation), for "relay replay".
+SIGHUP (Unix), and on every OS a change of the file named by --watch, upgrade every child
+without downtime, one at a time: each is started again beside the old one and brought to its
+state (a session's initialize replayed); it then takes every new request, and the old one
+answers what it has in flight, within --drain. Sessions move to the new version at once,
+and never end for it. A child whose upgrade fails keeps serving.
 
 Flags:
 `
@@ -58,6 +63,7 @@ func runBridge(args []string) int {
 	authAudience := fs.String("auth-audience", "", "this server's canonical resource URI, which every token must be issued for (e.g. https://mcp.example.com/mcp)")
 	authScopes := fs.String("auth-scopes", "", "comma-separated scopes every request's token must hold (403 insufficient_scope otherwise)")
 	authClient := fs.String("auth-introspection-client", "", "client id to introspect opaque tokens with (RFC 7662); its secret comes from $RELAY_AUTH_INTROSPECTION_SECRET")
+	watch := fs.String("watch", "", "upgrade every child without downtime when this file (the server's binary or script) changes")
 	flags := addChildFlags(fs)
 	rec := addRecordFlags(fs, "record the frames between the bridge and each child in this directory, a file per child (NDJSON, created 0600), for relay replay")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +112,8 @@ func runBridge(args []string) int {
 		return 1
 	}
 	defer b.Close()
+	stopUpgrades := upgradeOn(ctx, b.Upgrade, *watch, log)
+	defer stopUpgrades()
 	ops := httpx.NewOps(nil)
 	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)},
 		MaxSessions: *maxSessions, SessionIdle: *sessionIdle}

@@ -26,6 +26,10 @@ import (
 // test binary re-executed as a small stdio server (chosen by rtChildEnv in TestMain).
 const rtChildEnv = "RELAY_TEST_CHILD"
 
+// rtTagEnv names a version of the test child: its tool tag says it, and its tools/list has
+// one more tool, tag-VERSION.
+const rtTagEnv = "RELAY_TEST_TAG"
+
 var rtBin, rtEcho string
 
 func TestMain(m *testing.M) {
@@ -58,7 +62,7 @@ func TestMain(m *testing.M) {
 // ---- the child: a small MCP-ish stdio server ----
 
 // rtChild serves echo and sleep (annotated readOnlyHint and idempotentHint), danger (not
-// annotated), pid, and exit (mode "legacy": and refuses server/discover); mode "exit=N" exits with N at once, mode "silent" reads
+// annotated), pid, tag (rtTagEnv), and exit (mode "legacy": and refuses server/discover); mode "exit=N" exits with N at once, mode "silent" reads
 // nothing and answers nothing until it is killed, mode "say=TEXT" writes TEXT to stderr
 // first.
 func rtChild(mode string) int {
@@ -105,11 +109,22 @@ func rtChild(mode string) int {
 			case m.Method == "server/discover" && mode == "legacy": // the initialize generation only
 				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
 			case m.Method == "tools/list":
-				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": []any{
+				tools := []any{
 					map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}, "annotations": safe},
 					map[string]any{"name": "sleep", "inputSchema": map[string]any{"type": "object"}, "annotations": safe},
 					map[string]any{"name": "danger", "inputSchema": map[string]any{"type": "object"}},
-				}}})
+				}
+				if tag := os.Getenv(rtTagEnv); tag != "" { // a version of the server: its list differs
+					tools = append(tools, map[string]any{"name": "tag-" + tag, "inputSchema": map[string]any{"type": "object"}})
+				}
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"tools": tools}})
+			case m.Method == "server/discover" && mode != "legacy" && os.Getenv(rtTagEnv) != "":
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"supportedVersions": []string{"2026-07-28"},
+					"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
+					"_meta":        map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "rt", "version": os.Getenv(rtTagEnv)}}}})
+			case m.Method == "initialize" && os.Getenv(rtTagEnv) != "": // a versioned server declares its tools
+				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{"protocolVersion": "2025-11-25",
+					"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}, "serverInfo": map[string]any{"name": "rt", "version": os.Getenv(rtTagEnv)}}})
 			case m.Method != "tools/call":
 				write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
 			case m.Params.Name == "echo":
@@ -118,6 +133,8 @@ func rtChild(mode string) int {
 				text(m.ID, "danger:"+a.Text)
 			case m.Params.Name == "pid":
 				text(m.ID, strconv.Itoa(os.Getpid()))
+			case m.Params.Name == "tag":
+				text(m.ID, os.Getenv(rtTagEnv))
 			case m.Params.Name == "exit":
 				os.Exit(a.Code)
 			case m.Params.Name == "sleep":

@@ -40,6 +40,13 @@ _meta.traceparent, an event on it per replay, and a span per restart of the chil
 --record FILE appends every frame, both directions, to FILE (created 0600) for
 "relay replay": see "relay replay --help".
 
+Zero-downtime upgrade: on SIGHUP (Unix), and on every OS when the file named by --watch
+changes, relay starts CMD again beside the child that serves, brings it to the same state
+(a legacy host's initialize, log level and subscriptions), then sends it every new request
+and re-opens the host's listens on it; the old child answers what it has in flight, within
+--drain, and is stopped. The host hears list_changed only for the lists that differ. A new
+child that cannot start or answer is stopped, and the old one keeps serving.
+
 Flags:
 `
 
@@ -130,6 +137,7 @@ func runSupervise(args []string) int {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), superviseUsage); fs.PrintDefaults() }
 	flags := addChildFlags(fs)
 	rec := addRecordFlags(fs, "append every frame, both directions, to this file (NDJSON, created 0600), for relay replay")
+	watch := fs.String("watch", "", "upgrade the child without downtime when this file (the server's binary or script) changes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -184,7 +192,10 @@ func runSupervise(args []string) int {
 		}()
 		hostIn, hostOut = r.Reader(record.In, hostIn), r.Writer(record.Out, hostOut)
 	}
-	if err := supervise.Proxy(ctx, supervise.New(spec), hostIn, hostOut, &proxyOpts); err != nil {
+	sup := supervise.New(spec)
+	stopUpgrades := upgradeOn(ctx, sup.Upgrade, *watch, log)
+	defer stopUpgrades()
+	if err := supervise.Proxy(ctx, sup, hostIn, hostOut, &proxyOpts); err != nil {
 		log.Error("relay supervise is exiting", zap.Error(err))
 		return 1
 	}

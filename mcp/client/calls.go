@@ -144,17 +144,21 @@ func (c *Client) callTool(ctx context.Context, name string, args any, opts []Cal
 // decodeToolResult decodes a CallToolResult.
 func decodeToolResult(res json.RawMessage) (*mcp.CallToolResult, error) {
 	var w struct {
-		Content           []contentWire   `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-		Meta              map[string]any  `json:"_meta"`
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              map[string]any    `json:"_meta"`
 	}
 	if err := json.Unmarshal(res, &w); err != nil {
 		return nil, fmt.Errorf("mcp/client: a tools/call result that does not decode: %w", err)
 	}
 	r := &mcp.CallToolResult{IsError: w.IsError, Meta: w.Meta}
-	for _, cw := range w.Content {
-		r.Content = append(r.Content, cw.content())
+	for i, raw := range w.Content {
+		c, err := mcp.DecodeContent(raw)
+		if err != nil {
+			return nil, fmt.Errorf("mcp/client: block %d of a tools/call result: %w", i, err)
+		}
+		r.Content = append(r.Content, c)
 	}
 	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
 		var sc any
@@ -198,16 +202,20 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 		Description string         `json:"description"`
 		Meta        map[string]any `json:"_meta"`
 		Messages    []struct {
-			Role    string      `json:"role"`
-			Content contentWire `json:"content"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(res, &w); err != nil {
 		return nil, fmt.Errorf("mcp/client: a prompts/get result that does not decode: %w", err)
 	}
 	r := &mcp.GetPromptResult{Description: w.Description, Meta: w.Meta}
-	for _, m := range w.Messages {
-		r.Messages = append(r.Messages, &mcp.PromptMessage{Role: m.Role, Content: m.Content.content()})
+	for i, m := range w.Messages {
+		c, err := mcp.DecodeContent(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("mcp/client: message %d of a prompts/get result: %w", i, err)
+		}
+		r.Messages = append(r.Messages, &mcp.PromptMessage{Role: m.Role, Content: c})
 	}
 	return r, nil
 }

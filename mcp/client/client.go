@@ -55,10 +55,11 @@ type options struct {
 	version         string
 	discoverTimeout time.Duration
 
-	elicit    func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	elicitURL func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	sample    func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
-	roots     func(ctx context.Context) ([]mcp.Root, error)
+	elicit     func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	elicitURL  func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	elicitDone func(elicitationID string)
+	sample     func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	roots      func(ctx context.Context) ([]mcp.Root, error)
 }
 
 // WithClientInfo sets the name and version the client reports (default "relay-client").

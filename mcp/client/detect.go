@@ -71,7 +71,7 @@ func (c *Client) initializeAnyTransport(ctx context.Context, version string) err
 	}
 	old, serr := h.t.dialSSE(ctx, c.in)
 	if serr != nil {
-		return fmt.Errorf("%w (and as HTTP+SSE: %v)", err, serr)
+		return fmt.Errorf("%w (and as HTTP+SSE: %w)", err, serr)
 	}
 	h.close()
 	c.conn = old

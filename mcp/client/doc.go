@@ -67,6 +67,8 @@
 // answers as inputResponses and the requestState untouched, for at most 16 rounds (MCP
 // 2026-07-28, Basic › Patterns › Multi-round-trip requests). A question no handler
 // answers ends the call with ErrInputRequired, or is answered "method not found".
+// WithElicitationComplete hears notifications/elicitation/complete, by which a server of
+// the initialize generation says the user is done at a URL-mode elicitation's URL.
 //
 // # Subscriptions, completions, logging
 //
@@ -74,8 +76,4 @@
 // request under 2026-07-28, resources/subscribe (and the list_changed notifications a
 // server sends unasked) under the initialize generation. Complete asks for completion
 // values; SetLogLevel sets the level of the server's log messages for later calls.
-//
-// # Not yet
-//
-// Not yet implemented: notifications/elicitation/complete.
 package client

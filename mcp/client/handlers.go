@@ -24,11 +24,22 @@ func WithElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.Eli
 // WithURLElicitation lets the server send the user to a URL (elicitation/create with mode
 // "url"; 2025-11-25 on, Client Features › Elicitation › URL mode): fn shows p.Message and
 // p.URL and, with the user's consent, opens it; it returns "accept" once opened, or
-// "decline" or "cancel". The server tells of the end of the interaction with
-// notifications/elicitation/complete, which Listen does not carry yet. The client
-// declares elicitation.url.
+// "decline" or "cancel". Under the initialize generation the server tells of the end of
+// the interaction with notifications/elicitation/complete, which WithElicitationComplete
+// hears. The client declares elicitation.url.
 func WithURLElicitation(fn func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)) Option {
 	return optionFunc(func(o *options) { o.elicitURL = fn })
+}
+
+// WithElicitationComplete gives fn the id of each URL-mode elicitation the server says is
+// complete (notifications/elicitation/complete; MCP 2025-11-25, Client Features ›
+// Elicitation › URL mode): the user is done at the URL that WithURLElicitation's handler
+// was given with that id (p.ElicitationID), so a client that waits for them can go on, or
+// retry the request that needed it. fn is called on the connection's reading goroutine and
+// must return quickly. Only servers of the initialize generation send it: 2026-07-28 has no
+// such notification, and a URL-mode elicitation there has no id.
+func WithElicitationComplete(fn func(elicitationID string)) Option {
+	return optionFunc(func(o *options) { o.elicitDone = fn })
 }
 
 // WithSampling lets the server ask the client's model for a completion

@@ -1,15 +1,14 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +28,21 @@ type HTTPTransport struct {
 	Header http.Header
 	// OAuth, when set, authorizes the requests with OAuth 2.1 once the server answers 401.
 	OAuth *OAuth
+	// MaxMessage is the largest message read from the server, a JSON body or one event of
+	// an event stream (DefaultMaxMessage if <= 0). A larger one is refused before it is
+	// read whole: the call fails with an error wrapping ErrMessageTooLarge.
+	MaxMessage int
+}
+
+// DefaultMaxMessage is the largest message an HTTPTransport reads unless told otherwise.
+const DefaultMaxMessage = 64 << 20
+
+// maxMessage is t.MaxMessage, or its default.
+func (t *HTTPTransport) maxMessage() int {
+	if t.MaxMessage > 0 {
+		return t.MaxMessage
+	}
+	return DefaultMaxMessage
 }
 
 // HTTP returns a transport to the endpoint url.
@@ -185,9 +199,14 @@ func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
 		return h.readEvents(ctx, resp.Body, r)
 	case ct == "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		max := h.t.maxMessage()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
 		if err != nil {
 			return nil, err
+		}
+		if len(body) > max {
+			return nil, fmt.Errorf("%w: a JSON answer of more than %d bytes; raise HTTPTransport.MaxMessage if the server's messages are this large",
+				ErrMessageTooLarge, max)
 		}
 		m, derr := jsonrpc.Decode(body)
 		if derr == nil && m.Kind == jsonrpc.KindResponse {
@@ -210,7 +229,8 @@ func (h *httpConn) answer(ctx context.Context, req *http.Request, r *outgoing) (
 // readEvents reads an SSE stream until the answer to r: notifications go to r.note, the
 // requests of a legacy server are answered. A stream of the initialize generation that ends
 // without the answer, after an event id, is resumed with GET and Last-Event-ID once its
-// retry delay has passed (MCP 2025-11-25, Transports › Resumability and Redelivery).
+// retry delay has passed (MCP 2025-11-25, Transports › Resumability and Redelivery), at
+// most 10 times.
 func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) (json.RawMessage, error) {
 	var lastID string
 	retry := time.Second
@@ -222,67 +242,90 @@ func (h *httpConn) readEvents(ctx context.Context, body io.Reader, r *outgoing) 
 		if r.modern || lastID == "" || attempt >= 10 {
 			return nil, fmt.Errorf("mcp/client: the server closed the event stream of %s before answering", r.method)
 		}
-		t := time.NewTimer(retry)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, retry) {
 			return nil, ctx.Err()
 		}
-		req, err := h.newRequest(ctx, http.MethodGet, nil, r)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Last-Event-ID", lastID)
-		resp, err := h.do(req)
+		resp, err := h.resume(ctx, r, lastID)
 		if err != nil {
 			return nil, err
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, &HTTPError{Status: resp.StatusCode, Body: "resuming an event stream"}
-		}
 		body = resp.Body
 	}
 }
 
+// resume GETs an event stream of the session (MCP 2025-11-25, Transports › Streamable
+// HTTP): the one that goes on after the event lastID (Resumability and Redelivery), or,
+// lastID "", the session's own stream (Listening for Messages from the Server). An answer
+// but 200 is an *HTTPError: 405, the server offers no such stream; 404, the session ended.
+func (h *httpConn) resume(ctx context.Context, r *outgoing, lastID string) (*http.Response, error) {
+	req, err := h.newRequest(ctx, http.MethodGet, nil, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := h.do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, &HTTPError{Status: resp.StatusCode, Body: fmt.Sprintf("opening an event stream (Last-Event-ID %q): %s", lastID, body)}
+	}
+	return resp, nil
+}
+
+// The bounds of the reconnection time a server gives (its events' retry field): a server
+// that says 0 and closes its streams at once would have the client reconnect in a tight
+// loop, and one that says a year would stall a call's resume for as long as its context
+// allows.
+const (
+	minReconnect = 100 * time.Millisecond
+	maxReconnect = time.Minute
+)
+
+// reconnectDelay is the wait before a stream is opened again, the server's retry held
+// within minReconnect and maxReconnect.
+func reconnectDelay(retry time.Duration) time.Duration {
+	return min(max(retry, minReconnect), maxReconnect)
+}
+
+// pause waits reconnectDelay(d), or until ctx ends: false then.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(reconnectDelay(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // events reads one stream; done reports that the answer (or an error answer) was read.
+// lastID and retry are the stream's last event id and reconnection time, carried from
+// stream to stream. An event over the transport's MaxMessage ends the stream with an error
+// wrapping ErrMessageTooLarge; any other end of the stream is no error.
 func (h *httpConn) events(ctx context.Context, body io.Reader, r *outgoing, lastID *string, retry *time.Duration) (res json.RawMessage, done bool, err error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data []byte
+	sr := newSSEReader(body, h.t.maxMessage())
+	sr.lastID, sr.retry = *lastID, *retry
+	defer func() { *lastID, *retry = sr.lastID, sr.retry }()
 	for {
-		line, rerr := br.ReadBytes('\n')
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 && (rerr == nil || len(data) > 0) {
-			if len(data) > 0 {
-				res, done, err = h.event(ctx, data, r)
-				data = data[:0]
-				if done || err != nil {
-					return res, done, err
-				}
-			}
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-		case "id":
-			*lastID = string(value)
-		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
-				*retry = time.Duration(ms) * time.Millisecond
-			}
-		}
-		if rerr != nil {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
+		_, data, rerr := sr.next()
+		switch {
+		case errors.Is(rerr, ErrMessageTooLarge):
+			return nil, false, fmt.Errorf("mcp/client: reading an event stream: %w", rerr)
+		case rerr != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case rerr != nil:
 			return nil, false, nil
+		}
+		if res, done, err = h.event(ctx, data, r); done || err != nil {
+			return res, done, err
 		}
 	}
 }
@@ -307,6 +350,7 @@ func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.Ra
 		return append(json.RawMessage(nil), m.Result...), true, nil
 	case jsonrpc.KindNotification:
 		switch {
+		case h.in.elicitationComplete(m.Method, m.Params):
 		case r.note != nil && (r.id != nil && !unasked(m.Method) || subscriptionOf(m.Params) != nil):
 			r.note(m.Method, append(json.RawMessage(nil), m.Params...))
 		case unasked(m.Method):
@@ -379,30 +423,17 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 	h.mu.Unlock()
 	r := &outgoing{version: version}
 	var lastID string
-	// open GETs the stream; gone reports an answer that is not one (405: none offered;
-	// 404: the session ended), after which there is nothing to resume.
+	// open GETs the stream; gone reports that there is nothing to resume: the server
+	// offers no stream or ended the session (any answer but 200), or a new session has a
+	// stream of its own.
 	session := h.currentSession()
 	open := func() (resp *http.Response, gone bool) {
 		if h.currentSession() != session {
-			return nil, true // a new session has a stream of its own
-		}
-		req, err := h.newRequest(h.closed, http.MethodGet, nil, r)
-		if err != nil {
 			return nil, true
 		}
-		req.Header.Set("Accept", "text/event-stream")
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err = h.do(req)
-		if err != nil {
-			return nil, false
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, true
-		}
-		return resp, false
+		resp, err := h.resume(h.closed, r, lastID)
+		var he *HTTPError
+		return resp, errors.As(err, &he) || (err != nil && h.closed.Err() != nil)
 	}
 	ready := make(chan struct{})
 	go func() {
@@ -413,16 +444,15 @@ func (h *httpConn) listen(ctx context.Context, version string) {
 		for failures := 0; !gone && failures < 10; {
 			if resp != nil {
 				failures = 0
-				h.events(h.closed, resp.Body, r, &lastID, &retry)
+				_, _, err := h.events(h.closed, resp.Body, r, &lastID, &retry)
 				resp.Body.Close()
+				if errors.Is(err, ErrMessageTooLarge) {
+					return // resuming would bring the same event again
+				}
 			} else {
 				failures++ // the network: try again
 			}
-			t := time.NewTimer(retry)
-			select {
-			case <-t.C:
-			case <-h.closed.Done():
-				t.Stop()
+			if !pause(h.closed, retry) {
 				return
 			}
 			resp, gone = open()

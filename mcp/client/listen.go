@@ -69,6 +69,22 @@ func (in *inbox) notified(method string, params json.RawMessage) {
 	}
 }
 
+// elicitationComplete gives the id of notifications/elicitation/complete to the client's
+// handler, if it has one, on the transport's reading goroutine; it reports whether method
+// is that notification, which belongs to no call.
+func (in *inbox) elicitationComplete(method string, params json.RawMessage) bool {
+	if method != "notifications/elicitation/complete" {
+		return false
+	}
+	var p struct {
+		ElicitationID string `json:"elicitationId"`
+	}
+	if json.Unmarshal(params, &p) == nil && p.ElicitationID != "" && in.o.elicitDone != nil {
+		in.o.elicitDone(p.ElicitationID)
+	}
+	return true
+}
+
 func (in *inbox) add(l *listener) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

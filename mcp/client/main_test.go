@@ -145,6 +145,19 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult("visited: " + r.Action), nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "visitdone", Description: "Send the user to a URL, and tell the client when they are done there."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			p := &mcp.ElicitParams{Mode: mcp.ElicitURL, Message: "Sign in", URL: "https://example.com/login"}
+			r, err := req.Elicit(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			// Where a real server's URL handler would learn it: the user is done.
+			if err := s.CompleteElicitation(p.ElicitationID); err != nil {
+				return nil, err
+			}
+			return mcp.TextResult("completed " + r.Action), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "weather", Description: "Ask the client's model, which may use a tool."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 			lookup := &mcp.Tool{Name: "lookup", Description: "Look a city up.",

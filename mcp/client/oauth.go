@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,10 @@ import (
 // refreshed when the server issued a refresh token.
 //
 // One OAuth value may serve several transports and connections: it keeps the
-// registrations and tokens it obtained, and is safe for concurrent use.
+// registrations and tokens it obtained, and is safe for concurrent use. The requests that
+// find a token expired at once share one refresh, and a refresh token the authorization
+// server refused is not sent again; OAuth values that share a Store do not coordinate
+// their refreshes.
 //
 //	t := client.HTTP("https://mcp.example.com/mcp")
 //	t.OAuth = &client.OAuth{
@@ -74,6 +78,9 @@ type OAuth struct {
 	clients  map[string]registration // by issuer
 	granted  map[string][]string     // scopes last asked for, by resource
 	resource map[string]*authState   // what the last discovery found, by MCP URL
+
+	refreshing map[string]*refreshFlight // the refresh under way, by resource (the store's key)
+	refused    map[[32]byte]struct{}     // refresh tokens the authorization server refused, hashed
 }
 
 // TokenStore keeps the tokens OAuth obtains, by the resource they are for (the protected
@@ -269,29 +276,111 @@ func drain(resp *http.Response) {
 }
 
 // token returns the token held for the endpoint, refreshed when it expired; nil before
-// any authorization.
+// any authorization, and once its refresh token was refused (the 401 that follows
+// authorizes again). The requests that find the token expired together share one refresh
+// (a refresh token may be good only once, RFC 9700 §4.14.2: a second refresh of it would be
+// refused, and that refusal would forget the token the first one obtained).
 func (rt *oauthRoundTripper) token(ctx context.Context) (*oauth2.Token, error) {
-	rt.o.mu.Lock()
-	st := rt.o.resource[rt.mcp]
-	rt.o.mu.Unlock()
+	o := rt.o
+	o.mu.Lock()
+	st := o.resource[rt.mcp]
+	o.mu.Unlock()
 	if st == nil {
 		return nil, nil
 	}
-	store := rt.o.store()
+	for {
+		tok, err := o.store().Token(ctx, st.resource)
+		if err != nil || tok == nil || tok.Valid() {
+			return tok, err
+		}
+		if tok.RefreshToken == "" || o.wasRefused(tok.RefreshToken) {
+			return nil, nil // the next 401 authorizes again
+		}
+		o.mu.Lock()
+		f := o.refreshing[st.resource]
+		lead := f == nil
+		if lead {
+			f = &refreshFlight{done: make(chan struct{})}
+			if o.refreshing == nil {
+				o.refreshing = map[string]*refreshFlight{}
+			}
+			o.refreshing[st.resource] = f
+		}
+		o.mu.Unlock()
+		if lead {
+			f.tok, f.err = rt.refreshStored(ctx, st)
+			o.mu.Lock()
+			delete(o.refreshing, st.resource)
+			o.mu.Unlock()
+			close(f.done)
+			return f.tok, f.err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
+			continue // the request that refreshed went away, not this one: refresh again
+		}
+		return f.tok, f.err
+	}
+}
+
+// refreshFlight is one refresh, whose outcome the requests that waited for it share.
+type refreshFlight struct {
+	done chan struct{} // closed once tok and err are set
+	tok  *oauth2.Token
+	err  error
+}
+
+// refreshStored refreshes the token the store holds for st's resource, unless it is valid
+// (another refresh came first) or its refresh token was refused, and keeps the outcome. A
+// refusal (an OAuth error answer, RFC 6749 §5.2: invalid_grant, say) forgets the token and
+// remembers the refresh token, so that it is never sent again, even by a store that cannot
+// forget; any other failure (no answer, 5xx) keeps the token for the next request and fails
+// this one.
+func (rt *oauthRoundTripper) refreshStored(ctx context.Context, st *authState) (*oauth2.Token, error) {
+	o := rt.o
+	store := o.store()
 	tok, err := store.Token(ctx, st.resource)
 	if err != nil || tok == nil || tok.Valid() {
 		return tok, err
 	}
-	if tok.RefreshToken == "" {
-		return nil, nil // the next 401 authorizes again
-	}
-	fresh, err := rt.refresh(ctx, st, tok)
-	if err != nil {
-		// A refused refresh is not fatal: the 401 it leads to authorizes again.
-		store.SetToken(ctx, st.resource, nil)
+	if tok.RefreshToken == "" || o.wasRefused(tok.RefreshToken) {
 		return nil, nil
 	}
-	return fresh, store.SetToken(ctx, st.resource, fresh)
+	fresh, err := rt.refresh(ctx, st, tok)
+	if err == nil {
+		return fresh, store.SetToken(ctx, st.resource, fresh)
+	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && (re.ErrorCode != "" || re.Response != nil &&
+		(re.Response.StatusCode == http.StatusBadRequest || re.Response.StatusCode == http.StatusUnauthorized)) {
+		o.refuse(tok.RefreshToken)
+		store.SetToken(ctx, st.resource, nil) // if the store cannot forget, the refusal is remembered here
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: refreshing the token at %s: %w; the refresh token is kept: send the request again once the authorization server answers",
+		ErrAuthorization, st.as.TokenEndpoint, err)
+}
+
+// refuse remembers that the authorization server refused refreshToken.
+func (o *OAuth) refuse(refreshToken string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.refused == nil || len(o.refused) >= 256 {
+		o.refused = map[[32]byte]struct{}{} // bounded: an old refusal forgotten is one more refusal
+	}
+	o.refused[sha256.Sum256([]byte(refreshToken))] = struct{}{}
+}
+
+// wasRefused reports whether the authorization server refused refreshToken.
+func (o *OAuth) wasRefused(refreshToken string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.refused[sha256.Sum256([]byte(refreshToken))]
+	return ok
 }
 
 // authorize runs the flow after a 401 (or, step, a 403 insufficient_scope) whose bearer
@@ -368,8 +457,14 @@ func (rt *oauthRoundTripper) authorizationCode(ctx context.Context, st *authStat
 		return nil, authErrorf("the server requires authorization: set OAuth.Authorize to show the user the authorization URL")
 	}
 	as := st.as
-	if as.CodeChallengeMethods != nil && !slices.Contains(as.CodeChallengeMethods, "S256") {
-		return nil, authErrorf("authorization server %s does not support PKCE with S256; MCP forbids going on without it", as.Issuer)
+	// MCP 2025-11-25, Authorization › Authorization Code Protection: the client verifies
+	// PKCE support in the metadata, and refuses to go on when code_challenge_methods_supported
+	// is absent (no PKCE) or lacks S256.
+	switch {
+	case as.CodeChallengeMethods == nil:
+		return nil, authErrorf("authorization server %s does not advertise PKCE (its metadata has no code_challenge_methods_supported), and MCP forbids authorizing without it: the server's metadata must list S256 there", as.Issuer)
+	case !slices.Contains(as.CodeChallengeMethods, "S256"):
+		return nil, authErrorf("authorization server %s does not support PKCE with S256 (code_challenge_methods_supported: %v), and MCP forbids authorizing without it: the server's metadata must list S256 there", as.Issuer, as.CodeChallengeMethods)
 	}
 	reg, err := rt.register(ctx, as, scopes)
 	if err != nil {
@@ -407,7 +502,17 @@ func (rt *oauthRoundTripper) authorizationCode(ctx context.Context, st *authStat
 		return nil, authErrorf("the authorization response has no code")
 	}
 	ectx := context.WithValue(ctx, oauth2.HTTPClient, rt.tokenClient(as))
-	tok, err := cfg.Exchange(ectx, code, oauth2.VerifierOption(verifier), resourceParam(st.resource))
+	xopts := []oauth2.AuthCodeOption{oauth2.VerifierOption(verifier), resourceParam(st.resource)}
+	if reg.method == "private_key_jwt" {
+		a, err := o.clientAssertion(reg.id, as)
+		if err != nil {
+			return nil, err
+		}
+		for k := range a {
+			xopts = append(xopts, oauth2.SetAuthURLParam(k, a.Get(k)))
+		}
+	}
+	tok, err := cfg.Exchange(ectx, code, xopts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: exchanging the code: %w", ErrAuthorization, err)
 	}
@@ -425,7 +530,7 @@ func (r registration) config(as *asMetadata, redirect string, scopes []string) *
 	switch r.method {
 	case "client_secret_basic":
 		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
-	case "none":
+	case "none", "private_key_jwt": // the latter's assertion is added to each token request
 		cfg.ClientSecret = ""
 		cfg.Endpoint.AuthStyle = oauth2.AuthStyleInParams
 	default:
@@ -442,8 +547,23 @@ func (rt *oauthRoundTripper) refresh(ctx context.Context, st *authState, tok *oa
 		return nil, authErrorf("no registration at %s to refresh with", st.as.Issuer)
 	}
 	cfg := reg.config(st.as, rt.o.RedirectURL, nil)
-	// x/oauth2's refresh sends no resource; the request's transport adds it.
-	hc := &http.Client{Transport: addForm{base: rt.tokenClient(st.as).Transport, key: "resource", value: st.resource}}
+	// x/oauth2's refresh sends no resource, nor a client assertion: the request's transport
+	// adds them. The client authenticates as it did for the grant (private_key_jwt with a
+	// fresh assertion, a secret, or its id alone).
+	form := url.Values{}
+	if st.resource != "" {
+		form.Set("resource", st.resource)
+	}
+	if reg.method == "private_key_jwt" {
+		a, err := rt.o.clientAssertion(reg.id, st.as)
+		if err != nil {
+			return nil, err
+		}
+		for k := range a {
+			form.Set(k, a.Get(k))
+		}
+	}
+	hc := &http.Client{Transport: addForm{base: rt.tokenClient(st.as).Transport, fields: form}}
 	src := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), &oauth2.Token{RefreshToken: tok.RefreshToken})
 	fresh, err := src.Token()
 	if err != nil {
@@ -455,10 +575,10 @@ func (rt *oauthRoundTripper) refresh(ctx context.Context, st *authState, tok *oa
 	return fresh, nil
 }
 
-// addForm adds one field to the form body of the requests it sends.
+// addForm sets fields in the form body of the requests it sends.
 type addForm struct {
-	base       http.RoundTripper
-	key, value string
+	base   http.RoundTripper
+	fields url.Values
 }
 
 func (a addForm) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -466,7 +586,7 @@ func (a addForm) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if a.value == "" || req.Body == nil || !strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+	if len(a.fields) == 0 || req.Body == nil || !strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		return base.RoundTrip(req)
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
@@ -478,7 +598,9 @@ func (a addForm) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	form.Set(a.key, a.value)
+	for k, vs := range a.fields {
+		form[k] = vs
+	}
 	r := req.Clone(req.Context())
 	enc := form.Encode()
 	r.Body = io.NopCloser(strings.NewReader(enc))

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/relayrt/relay/internal/oauthmeta"
 )
 
 // maxMetadata bounds the metadata documents and registration answers read.
@@ -103,8 +104,10 @@ func (rt *oauthRoundTripper) discover(ctx context.Context, ch map[string]string)
 			return nil, nil, authErrorf("authorization server %s publishes no metadata (RFC 8414 or OpenID discovery)", issuer)
 		}
 		// MCP 2025-03-26, Authorization › Fallbacks: default endpoints at the origin.
+		// That revision requires PKCE of every client and authorization server, so this one,
+		// which publishes no metadata to say so, supports S256.
 		as = &asMetadata{Issuer: issuer, AuthorizationEndpoint: origin + "/authorize", TokenEndpoint: origin + "/token",
-			RegistrationEndpoint: origin + "/register"}
+			RegistrationEndpoint: origin + "/register", CodeChallengeMethods: []string{"S256"}}
 	}
 	st.as = as
 	rt.o.mu.Lock()
@@ -126,16 +129,7 @@ func (rt *oauthRoundTripper) asMetadata(ctx context.Context, issuer string) (*as
 	if err := requireHTTPS("the authorization server", issuer); err != nil {
 		return nil, err
 	}
-	origin := u.Scheme + "://" + u.Host
-	p := strings.TrimSuffix(u.EscapedPath(), "/")
-	var candidates []string
-	if p != "" {
-		candidates = []string{origin + "/.well-known/oauth-authorization-server" + p,
-			origin + "/.well-known/openid-configuration" + p, origin + p + "/.well-known/openid-configuration"}
-	} else {
-		candidates = []string{origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"}
-	}
-	for _, c := range candidates {
+	for _, c := range oauthmeta.MetadataURLs(u) {
 		var m asMetadata
 		ok, err := rt.getJSON(ctx, c, &m)
 		if err != nil {
@@ -239,7 +233,10 @@ func (rt *oauthRoundTripper) register(ctx context.Context, as *asMetadata, scope
 func (o *OAuth) known(as *asMetadata) (registration, bool) {
 	if o.ClientID != "" && (o.Issuer == "" || o.Issuer == as.Issuer) {
 		method := "none"
-		if o.ClientSecret != "" {
+		switch {
+		case o.PrivateKey != nil:
+			method = "private_key_jwt" // every token request carries a fresh assertion
+		case o.ClientSecret != "":
 			method = "client_secret_basic"
 			if len(as.TokenEndpointAuthMethods) > 0 && !slices.Contains(as.TokenEndpointAuthMethods, method) {
 				method = "client_secret_post"
@@ -264,7 +261,7 @@ func (rt *oauthRoundTripper) registerDynamically(ctx context.Context, as *asMeta
 		name = "relay"
 	}
 	appType := "web"
-	if u, err := url.Parse(o.RedirectURL); err == nil && isLoopback(u.Hostname()) {
+	if u, err := url.Parse(o.RedirectURL); err == nil && oauthmeta.IsLoopback(u.Hostname()) {
 		appType = "native"
 	}
 	meta := map[string]any{
@@ -318,19 +315,10 @@ func requireHTTPS(what, u string) error {
 	switch {
 	case strings.EqualFold(p.Scheme, "https"):
 		return nil
-	case strings.EqualFold(p.Scheme, "http") && isLoopback(p.Hostname()):
+	case strings.EqualFold(p.Scheme, "http") && oauthmeta.IsLoopback(p.Hostname()):
 		return nil
 	}
 	return authErrorf("%s %s is not https (http is allowed only on a loopback host): refusing to use it", what, u)
-}
-
-// isLoopback reports whether host is localhost or a loopback address (127.0.0.0/8, ::1).
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // challenges are the parsed WWW-Authenticate challenges, by lower-cased scheme.

@@ -143,18 +143,14 @@ func (g *grantRequest) post(ctx context.Context, tokenURL, grantType string, par
 		EndpointParams: params, AuthStyle: oauth2.AuthStyleInParams}
 	switch {
 	case o.PrivateKey != nil:
-		// RFC 7523 §3: iss and sub are the client, aud the authorization server.
-		now := time.Now()
-		jwt, err := signJWT(o.PrivateKey, map[string]any{"typ": "JWT"}, map[string]any{
-			"iss": o.ClientID, "sub": o.ClientID, "aud": g.as.Issuer, "jti": randomID(),
-			"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
-		})
+		a, err := o.clientAssertion(o.ClientID, g.as)
 		if err != nil {
 			return nil, err
 		}
 		cfg.ClientSecret = ""
-		params.Set("client_assertion_type", assertionJWTBearer)
-		params.Set("client_assertion", jwt)
+		for k := range a {
+			params.Set(k, a.Get(k))
+		}
 	case o.ClientSecret != "":
 		if ms := g.as.TokenEndpointAuthMethods; len(ms) == 0 || slices.Contains(ms, "client_secret_basic") {
 			cfg.AuthStyle = oauth2.AuthStyleInHeader
@@ -169,6 +165,22 @@ func (g *grantRequest) post(ctx context.Context, tokenURL, grantType string, par
 		return nil, fmt.Errorf("%w: the %s grant: %w", ErrAuthorization, grantType, err)
 	}
 	return tok, nil
+}
+
+// clientAssertion is a fresh private_key_jwt client authentication (RFC 7523 §2.2) of the
+// client clientID at as, signed by OAuth.PrivateKey: the form fields of a token request,
+// the grant's and its refreshes' alike. RFC 7523 §3: iss and sub are the client, aud the
+// authorization server.
+func (o *OAuth) clientAssertion(clientID string, as *asMetadata) (url.Values, error) {
+	now := time.Now()
+	jwt, err := signJWT(o.PrivateKey, map[string]any{"typ": "JWT"}, map[string]any{
+		"iss": clientID, "sub": clientID, "aud": as.Issuer, "jti": randomID(),
+		"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return url.Values{"client_assertion_type": {assertionJWTBearer}, "client_assertion": {jwt}}, nil
 }
 
 // dpopSigner makes DPoP proofs (RFC 9449 §4) with one key and remembers the nonce each

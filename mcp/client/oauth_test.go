@@ -41,6 +41,10 @@ type authServer struct {
 	refresh  bool     // issue refresh tokens
 	methods  []string // token_endpoint_auth_methods_supported (none when empty)
 	withhold string   // a scope never granted, whoever asks
+	noPKCE   bool     // the metadata leaves out code_challenge_methods_supported
+	rotate   bool     // a refresh token is good once (rotation)
+	firstTTL int      // expires_in of the first access token, when set
+	refuse   int      // answer refresh requests with this status: 400 invalid_grant, or another
 
 	mu         sync.Mutex
 	authorized []url.Values // each authorization request
@@ -81,12 +85,16 @@ func (a *authServer) serveAS(w http.ResponseWriter, r *http.Request) {
 		if methods == nil {
 			methods = []string{"none"}
 		}
-		json.NewEncoder(w).Encode(map[string]any{
+		meta := map[string]any{
 			"issuer": a.issuer, "authorization_endpoint": a.issuer + "/authorize", "token_endpoint": a.issuer + "/token",
 			"registration_endpoint": a.issuer + "/register", "code_challenge_methods_supported": []string{"S256"},
 			"authorization_response_iss_parameter_supported": true, "token_endpoint_auth_methods_supported": methods,
 			"grant_types_supported": []string{"authorization_code", "refresh_token"},
-		})
+		}
+		if a.noPKCE {
+			delete(meta, "code_challenge_methods_supported")
+		}
+		json.NewEncoder(w).Encode(meta)
 	case "/register":
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(map[string]any{"client_id": "registered", "token_endpoint_auth_method": "none"})
@@ -119,17 +127,32 @@ func (a *authServer) serveAS(w http.ResponseWriter, r *http.Request) {
 			}
 			scopes = strings.Fields(scope)
 		case "refresh_token":
+			switch {
+			case a.refuse == http.StatusBadRequest:
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			case a.refuse != 0:
+				http.Error(w, "try again later", a.refuse)
+				return
+			}
 			if scopes, ok := a.refreshes[f.Get("refresh_token")]; !ok || scopes == nil {
 				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
 				return
 			}
 			scopes = a.refreshes[f.Get("refresh_token")]
+			if a.rotate {
+				delete(a.refreshes, f.Get("refresh_token"))
+			}
 		}
 		scopes = slices.DeleteFunc(scopes, func(s string) bool { return s == a.withhold })
 		a.n++
 		tok := fmt.Sprintf("token-%d", a.n)
 		a.tokens[tok] = scopes
-		res := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": a.ttl, "scope": strings.Join(scopes, " ")}
+		ttl := a.ttl
+		if a.firstTTL != 0 && len(a.tokens) == 1 {
+			ttl = a.firstTTL
+		}
+		res := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": ttl, "scope": strings.Join(scopes, " ")}
 		if a.refresh {
 			rt := fmt.Sprintf("refresh-%d", a.n)
 			a.refreshes[rt] = scopes

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -61,10 +60,10 @@ func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
 		return nil, fmt.Errorf("mcp/client: %s is neither a Streamable HTTP endpoint nor an HTTP+SSE one (GET: HTTP %d, %s)",
 			t.URL, resp.StatusCode, ct)
 	}
-	events := bufio.NewReaderSize(resp.Body, 64<<10)
+	events := newSSEReader(resp.Body, t.maxMessage())
 	var endpoint *url.URL
 	for endpoint == nil {
-		name, data, err := readEvent(events)
+		name, data, err := events.next()
 		if err != nil {
 			resp.Body.Close()
 			end()
@@ -98,13 +97,16 @@ func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
 		defer close(readerDone)
 		defer close(frames)
 		for {
-			name, data, err := readEvent(events)
+			name, data, err := events.next()
+			if errors.Is(err, ErrMessageTooLarge) {
+				s.cause = fmt.Errorf("mcp/client: reading the HTTP+SSE stream: %w", err)
+			}
 			if err != nil {
 				return
 			}
 			if name == "" || name == "message" {
 				select {
-				case frames <- data:
+				case frames <- append([]byte(nil), data...): // data is the reader's until its next event
 				case <-life.Done():
 					return
 				}
@@ -147,42 +149,4 @@ func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
 		return nil
 	}
 	return s, nil
-}
-
-// maxEvent bounds the data of one event: a frame's limit.
-const maxEvent = 64 << 20
-
-// readEvent reads one server-sent event: its name ("" when unnamed) and its data lines,
-// joined. Comments, ids and retry fields are skipped.
-func readEvent(r *bufio.Reader) (name string, data []byte, err error) {
-	for {
-		line, err := r.ReadBytes('\n')
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if err != nil {
-				return "", nil, err
-			}
-			if data != nil || name != "" {
-				return name, data, nil
-			}
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "event":
-			name = string(value)
-		case "data":
-			if len(data)+len(value) > maxEvent {
-				return "", nil, fmt.Errorf("an event of more than %d bytes", maxEvent)
-			}
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(append([]byte{}, data...), value...)
-		}
-		if err != nil {
-			return "", nil, err
-		}
-	}
 }

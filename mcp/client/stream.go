@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,9 @@ type stream struct {
 	once    sync.Once
 	stop    func() error  // after out is closed: ends the peer, waits for the reader and writer
 	done    chan struct{} // closed when the router returned
+	// cause is why the reader ended, when the peer did not simply go away: the reader sets
+	// it before it closes frames, the router reads it after.
+	cause error
 
 	in        *inbox
 	serving   sync.WaitGroup     // the goroutines answering the server's requests
@@ -157,8 +161,12 @@ func (s *stream) route(frames <-chan []byte) {
 		case f, ok := <-frames:
 			if !ok {
 				close(s.gone)
+				err := ErrClosed
+				if s.cause != nil {
+					err = fmt.Errorf("%w: %w", ErrClosed, s.cause)
+				}
 				for _, c := range calls {
-					c.reply <- streamReply{err: ErrClosed}
+					c.reply <- streamReply{err: err}
 				}
 				for _, end := range serving {
 					end()
@@ -194,6 +202,9 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 			if end := serving[string(jsonrpc.Field(m.Params, "requestId"))]; end != nil {
 				end()
 			}
+			return
+		}
+		if s.in.elicitationComplete(m.Method, m.Params) {
 			return
 		}
 		key := progressTokenOf(m.Method, m.Params)

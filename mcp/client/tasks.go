@@ -22,7 +22,9 @@ type Task struct {
 	ID            string
 	Status        string // "working", "input_required", "completed", "failed" or "cancelled"
 	StatusMessage string
-	// PollInterval is how often the server suggests asking (Wait's pace; 0: one second).
+	// PollInterval is how often the server suggests asking, held within minPollInterval
+	// (50 ms) and maxPollInterval (30 s): Wait's pace (0, when the server suggests nothing:
+	// one second).
 	PollInterval time.Duration
 
 	c             *Client
@@ -51,9 +53,31 @@ func (t *Task) take(raw json.RawMessage) error {
 		return fmt.Errorf("mcp/client: a task that does not decode (%v): %.200s", err, raw)
 	}
 	t.ID, t.Status, t.StatusMessage = w.TaskID, w.Status, w.StatusMessage
-	t.PollInterval = time.Duration(w.PollIntervalMs) * time.Millisecond
+	t.PollInterval = pollInterval(w.PollIntervalMs)
 	t.result, t.failure, t.inputRequests = w.Result, w.Error, w.InputRequests
 	return nil
+}
+
+// The range a server's suggested poll interval is held within. Below 50 ms a client polls a
+// server (and its task store) twenty times a second or more for one task, for results that
+// take a person or a model seconds to produce; above 30 s, Wait learns of a task's end up
+// to that long after it, and an absurd suggestion (hours, or pollIntervalMs past what a
+// time.Duration holds) would hold it indefinitely. Within them, the server's word is kept.
+const (
+	minPollInterval = 50 * time.Millisecond
+	maxPollInterval = 30 * time.Second
+)
+
+// pollInterval is the interval pollIntervalMs suggests, held within the range; 0 when the
+// server suggests nothing.
+func pollInterval(ms int64) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case ms >= maxPollInterval.Milliseconds():
+		return maxPollInterval
+	}
+	return max(time.Duration(ms)*time.Millisecond, minPollInterval)
 }
 
 // StartTool calls the tool name as a task and returns it without waiting. A server that

@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/relayrt/relay/mcp"
 )
@@ -22,6 +23,20 @@ func TestParamHeadersMirrorIntegersExactly(t *testing.T) {
 	} {
 		if got := paramHeaders(hp, json.RawMessage(body))["Mcp-Param-Count"]; got != want {
 			t.Errorf("%s: Mcp-Param-Count = %q, want %q", body, got, want)
+		}
+	}
+}
+
+// TestReconnectDelayIsBounded: the retry a server gives is held within bounds (HTML,
+// Server-sent events: the reconnection time is the server's to set, and the client's to
+// bound): 0 is no tight loop, a year no stall.
+func TestReconnectDelayIsBounded(t *testing.T) {
+	for retry, want := range map[time.Duration]time.Duration{
+		0: minReconnect, time.Millisecond: minReconnect, 500 * time.Millisecond: 500 * time.Millisecond,
+		time.Minute: time.Minute, 365 * 24 * time.Hour: maxReconnect, -time.Second: minReconnect,
+	} {
+		if got := reconnectDelay(retry); got != want {
+			t.Errorf("reconnectDelay(%s) = %s, want %s", retry, got, want)
 		}
 	}
 }
