@@ -502,3 +502,24 @@ func (o *observer) Started() {
 	u.starts.Add(1)
 	u.signal(changedAll)
 }
+
+// Stopped: the supervisor gave up (err), or the proxy ended. The connection closes with it;
+// the actor finds out at once.
+func (o *observer) Stopped(err error) {
+	u := (*upstream)(o)
+	if err != nil {
+		u.lost.Store(true)
+	}
+	u.signal(0)
+}
+
+// Upgrade: a new child takes the old one's place (supervise's zero-downtime upgrade); once
+// it serves, its lists may differ, and are read again.
+func (o *observer) Upgrade(string) func(error) {
+	u := (*upstream)(o)
+	return func(err error) {
+		if err == nil {
+			u.signal(changedAll)
+		}
+	}
+}
