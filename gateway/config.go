@@ -82,6 +82,9 @@ func globMatch(glob, name string) bool {
 type Restart struct {
 	Spec  supervise.Spec         // Restart, MinBackoff, MaxBackoff, Intensity, Window, Unlimited
 	Proxy supervise.ProxyOptions // Replay, Timeout, ProbeAfter, Drain
+	// Watch names a file (the server's binary or script): when it changes, the child is
+	// upgraded without downtime (supervise.Supervisor.Upgrade).
+	Watch string
 }
 
 // The keys of the "relay" object and of its "restart" object.
@@ -89,7 +92,7 @@ var (
 	relayKeys   = []string{"prefix", "tools", "prompts", "restart", "oauth"}
 	oauthKeys   = []string{"clientId", "clientSecret", "issuer"}
 	filterKeys  = []string{"allow", "deny"}
-	restartKeys = []string{"policy", "limit", "backoff", "replay", "timeout", "probe", "stopWait", "drain"}
+	restartKeys = []string{"policy", "limit", "backoff", "replay", "timeout", "probe", "stopWait", "drain", "watch"}
 )
 
 // ParseConfig reads a host's MCP configuration: {"mcpServers": {NAME: ENTRY}} (Claude
@@ -104,7 +107,7 @@ var (
 //	          "oauth": {"clientId": "gateway", "clientSecret": "${GH_SECRET}", "issuer": "https://auth.example.com"},
 //	          "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
 //	                      "replay": "annotated", "timeout": "0s", "probe": "0s",
-//	                      "stopWait": "2s", "drain": "5s"}}
+//	                      "stopWait": "2s", "drain": "5s", "watch": "/path/to/server"}}
 //
 // The prefix defaults to the entry's name with every character outside [a-zA-Z0-9_-] made
 // '_'; "" exposes the server's names as they are. An unknown key inside "relay" is an error
@@ -368,6 +371,14 @@ func parseRestart(raw json.RawMessage) (Restart, error) {
 		default:
 			return r, fmt.Errorf(`"relay"."restart".replay %q: want safe, annotated or none`, v)
 		}
+	}
+	if v, ok, err := str("watch"); err != nil {
+		return r, err
+	} else if ok {
+		if v == "" {
+			return r, errors.New(`"relay"."restart".watch is empty; name the server's binary or script`)
+		}
+		r.Watch = v
 	}
 	for key, dst := range map[string]*time.Duration{"timeout": &r.Proxy.Timeout, "probe": &r.Proxy.ProbeAfter,
 		"stopWait": &r.Spec.Child.StopWait, "drain": &r.Proxy.Drain} {

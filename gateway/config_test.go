@@ -56,7 +56,7 @@ func TestConfig_RelayOptions(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "s", "relay": {
 	  "prefix": "", "tools": {"allow": ["get_*", "list_*"], "deny": ["*_secret"]}, "prompts": {"deny": ["*"]},
 	  "restart": {"policy": "on-failure", "limit": "3/10s", "backoff": "50ms..2s", "replay": "safe",
-	              "timeout": "30s", "probe": "5s", "stopWait": "1s", "drain": "3s"}}}}}`))
+	              "timeout": "30s", "probe": "5s", "stopWait": "1s", "drain": "3s", "watch": "/srv/server"}}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +76,9 @@ func TestConfig_RelayOptions(t *testing.T) {
 	if r.Spec.Restart != supervise.OnFailure || r.Spec.Intensity != 3 || r.Spec.Window != 10*time.Second ||
 		r.Spec.MinBackoff != 50*time.Millisecond || r.Spec.MaxBackoff != 2*time.Second || r.Spec.Child.StopWait != time.Second {
 		t.Errorf("spec: %+v", r.Spec)
+	}
+	if r.Watch != "/srv/server" {
+		t.Errorf("watch %q", r.Watch)
 	}
 	if r.Proxy.Replay != supervise.ReplaySafe || r.Proxy.Timeout != 30*time.Second || r.Proxy.ProbeAfter != 5*time.Second || r.Proxy.Drain != 3*time.Second {
 		t.Errorf("proxy: %+v", r.Proxy)

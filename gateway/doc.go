@@ -48,6 +48,10 @@
 // start and stop one by one, the others are left alone, and the hosts hear list_changed
 // (relay gateway reloads on SIGHUP and when its file changes).
 //
+// A local upstream whose "relay"."restart"."watch" file changes is upgraded without
+// downtime: supervise starts a new child, brings it to the old one's state, and the old one
+// finishes what it has in flight.
+//
 // # Status
 //
 // Each upstream's state, restarts and last error are Gateway.Status, and the gateway's own

@@ -16,14 +16,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp/client"
 )
 
-// childOf returns the pid of this process's child that runs the program at exe (0: none),
-// read from /proc.
+// childOf returns the pid of a child of this process that runs the program at exe (0:
+// none), read from /proc.
 func childOf(t *testing.T, exe string) int {
 	t.Helper()
+	if pids := childrenOf(t, exe); len(pids) > 0 {
+		return pids[0]
+	}
+	return 0
+}
+
+// childrenOf returns the pids of this process's children that run the program at exe.
+func childrenOf(t *testing.T, exe string) []int {
+	t.Helper()
+	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -40,10 +51,10 @@ func childOf(t *testing.T, exe string) int {
 			continue
 		}
 		if path, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); path == exe {
-			return pid
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids
 }
 
 // An upstream killed under load: the calls to the other upstream are unaffected, and the
@@ -160,5 +171,57 @@ func TestGateway_UpstreamDownLeavesTheListsAndItsCallsNameIt(t *testing.T) {
 	}
 	if st := g.g.Status(); st[0].State != "down" || st[0].LastError == "" {
 		t.Errorf("status: %+v", st[0])
+	}
+}
+
+// "restart": {"watch": PATH}: when the file changes, the upstream's child is upgraded
+// without downtime (supervise's upgrade): a new child serves, and a call made across the
+// upgrade is answered.
+func TestGateway_WatchedFileUpgradesTheChild(t *testing.T) {
+	watch := filepath.Join(t.TempDir(), "version")
+	if err := os.WriteFile(watch, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 1)
+	f := startGatewayWith(t, config(entry("echo", echoBin(t), `"relay": {"restart": {"watch": `+quoteJSON(watch)+`}}`)),
+		func(o *gateway.Options) {
+			o.StateChanged = func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		})
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	before := childOf(t, echoBin(t))
+	if before == 0 {
+		t.Fatal("no echo child")
+	}
+	slow := make(chan error, 1)
+	go func() { // in flight on the old child while it is replaced
+		r, err := c.CallTool(context.Background(), "echo__sleep", map[string]int{"ms": 1500})
+		if err == nil && text(r) != "slept 1500 ms" {
+			err = errors.New(text(r))
+		}
+		slow <- err
+	}()
+	if err := os.WriteFile(watch, []byte("2, a new version"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("a call in flight across the upgrade: %v", err)
+	}
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for !slices.ContainsFunc(childrenOf(t, echoBin(t)), func(pid int) bool { return pid != before }) {
+		select {
+		case <-changed: // the upgrade's end reads the lists again
+		case <-deadline.C:
+			t.Fatalf("the echo child was not replaced within a minute (children %v, before %d); log: %v",
+				childrenOf(t, echoBin(t)), before, f.logs.FilterMessageSnippet("upgrad").All())
+		}
+	}
+	if r, err := c.CallTool(context.Background(), "echo__echo", map[string]string{"text": "new"}); err != nil || text(r) != "new" {
+		t.Errorf("after the upgrade: %q %v", text(r), err)
 	}
 }

@@ -30,7 +30,10 @@ type upstream struct {
 
 	client atomic.Pointer[client.Client] // nil while it is not connected
 	stop   context.CancelFunc            // ends its actor (set by Gateway.start)
-	done   chan struct{}                 // closed when its actor has returned
+	// supervised is a local upstream's transport, which upgrades its child (set by connect,
+	// used by the actor alone)
+	supervised *client.SupervisedTransport
+	done       chan struct{} // closed when its actor has returned
 
 	// What the supervised child's observer and the listen stream report, for the actor:
 	// counters and bits, and a wake-up (kick, which never blocks its sender).
@@ -239,7 +242,9 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 		opts := u.cfg.Restart.Proxy
 		opts.Logger = u.log
 		opts.Observer = (*observer)(u)
-		t = &client.SupervisedTransport{Spec: spec, Options: &opts}
+		st := &client.SupervisedTransport{Spec: spec, Options: &opts}
+		u.supervised = st
+		t = st
 	}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -289,6 +294,14 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 	}()
 	health := time.NewTicker(u.g.opts.HealthEvery)
 	defer health.Stop()
+	// "restart": {"watch": PATH}: a change of the file upgrades the child without downtime.
+	var watchTick <-chan time.Time
+	watched := ""
+	if u.cfg.Restart.Watch != "" && u.supervised != nil {
+		w := time.NewTicker(watchEvery)
+		defer w.Stop()
+		watchTick, watched = w.C, fileStamp(u.cfg.Restart.Watch)
+	}
 	var relisten <-chan time.Time
 	for {
 		select {
@@ -311,6 +324,14 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 		case <-u.kick:
 		case <-health.C:
 			u.probe.Store(true)
+		case <-watchTick:
+			if now := fileStamp(u.cfg.Restart.Watch); now != watched && now != "" {
+				watched = now
+				u.log.Info("the watched file changed: upgrading the child", zap.String("watch", u.cfg.Restart.Watch))
+				if err := u.supervised.Upgrade(ctx, "relay gateway: "+u.cfg.Restart.Watch+" changed"); err != nil && ctx.Err() == nil {
+					u.log.Error("the upgrade failed; the old child still serves", zap.Error(err))
+				}
+			}
 		}
 		if u.probe.Swap(false) {
 			switch err := u.check(ctx, c); {
@@ -366,6 +387,19 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 // subscribes reports whether the upstream declared resource subscriptions.
 func subscribes(c *client.Client) bool {
 	return string(jsonrpc.Field(jsonrpc.Field(c.Capabilities(), "resources"), "subscribe")) == "true"
+}
+
+// watchEvery is how often a watched file ("restart": {"watch"}) is looked at.
+const watchEvery = time.Second
+
+// fileStamp says what a file is now (its size and modification time), "" when it cannot
+// be read.
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
 }
 
 // check asks the upstream whether it answers (ping, or server/discover under

@@ -46,7 +46,10 @@ Relay's options for a server go in its "relay" object:
             "oauth": {"clientId": "gw", "clientSecret": "${GH_SECRET}", "issuer": "https://..."},
             "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
                         "replay": "annotated", "timeout": "0s", "probe": "0s",
-                        "stopWait": "2s", "drain": "5s"}}
+                        "stopWait": "2s", "drain": "5s", "watch": "/path/to/server"}}
+
+"watch" names the server's binary or script: when it changes, the child is upgraded
+without downtime (a new child takes the new requests, the old one finishes its own).
 
 Without --listen the merged server is served on stdio: a host runs relay gateway as its one
 server. With --listen it is served over Streamable HTTP (endpoint /mcp, both protocol
