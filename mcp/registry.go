@@ -22,16 +22,19 @@ type registry struct {
 	// modernCaps are caps with what only 2026-07-28 has (extensions), for server/discover
 	modernCaps map[string]any
 	tasks      bool // a tool supports tasks: the tasks/* methods are served
+	// tasksRouted: ServerOptions.TaskHandler serves tasks/*, and the extension is declared
+	tasksRouted bool
 }
 
 func (r *registry) clone() *registry {
 	return &registry{
-		tools:     cloneMap(r.tools),
-		prompts:   cloneMap(r.prompts),
-		resources: cloneMap(r.resources),
-		templates: cloneMap(r.templates),
-		complete:  r.complete,
-		skills:    r.skills,
+		tools:       cloneMap(r.tools),
+		prompts:     cloneMap(r.prompts),
+		resources:   cloneMap(r.resources),
+		templates:   cloneMap(r.templates),
+		complete:    r.complete,
+		skills:      r.skills,
+		tasksRouted: r.tasksRouted,
 	}
 }
 
@@ -60,7 +63,7 @@ func (r *registry) index() {
 		r.tasks = r.tasks || t.opts.tasks != TaskForbidden
 	}
 	r.modernCaps = r.caps
-	if r.tasks {
+	if r.tasks || r.tasksRouted {
 		r.modernCaps = cloneMap(r.caps)
 		ext := map[string]any{}
 		if declared, ok := r.caps["extensions"].(map[string]any); ok {

@@ -107,6 +107,16 @@ func (s *Server) RemoveResources(uris ...string) {
 	})
 }
 
+// RemoveResourceTemplates removes resource templates by their URI template; clients
+// listening for list changes are told.
+func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
+	s.update(resourcesChanged, func(r *registry) {
+		for _, t := range uriTemplates {
+			delete(r.templates, t)
+		}
+	})
+}
+
 // ResourceUpdated tells the clients subscribed to uri that it changed.
 func (s *Server) ResourceUpdated(uri string) {
 	s.hub.publish(change{kind: resourceUpdated, uri: uri})

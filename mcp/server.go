@@ -43,6 +43,12 @@ type ServerOptions struct {
 	TaskTTL time.Duration
 	// TaskPollInterval is how often clients are asked to poll tasks/get (default 1 second).
 	TaskPollInterval time.Duration
+	// TaskHandler, when set, serves the 2026-07-28 tasks/get, tasks/update and tasks/cancel
+	// requests itself, in place of the server's TaskStore, and the server declares the
+	// tasks extension (io.modelcontextprotocol/tasks): a gateway passes them on to the
+	// server that owns the task. A request whose client did not declare the extension is
+	// refused with -32021 before it.
+	TaskHandler MethodHandler
 	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
 	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
 	// by the session itself and do not pass through it.
@@ -66,6 +72,10 @@ type Server struct {
 	modernOpen []byte          // a complete 2026-07-28 result up to its first own member
 	stateKey   []byte
 	chains     []MethodHandler // each feature method in the middleware, by feature.index
+
+	batchMu  sync.Mutex   // guards batching and batched (see Batch)
+	batching int          // Batch calls under way
+	batched  []changeKind // the kinds of change to tell once they end
 
 	mu    sync.Mutex // serialises registrations; requests read the snapshot
 	reg   atomic.Pointer[registry]
@@ -106,7 +116,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	s.serverInfo = raw
 	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
 	s.chains = s.middlewareChains()
-	empty := &registry{}
+	empty := &registry{tasksRouted: s.opts.TaskHandler != nil}
 	empty.index()
 	s.reg.Store(empty)
 	return s
@@ -156,9 +166,42 @@ func (s *Server) update(kind changeKind, fn func(r *registry)) {
 	next.index()
 	s.reg.Store(next)
 	s.mu.Unlock()
-	if kind != 0 {
-		s.hub.publish(change{kind: kind})
+	if kind == 0 {
+		return
 	}
+	s.batchMu.Lock()
+	if s.batching > 0 {
+		if !slices.Contains(s.batched, kind) {
+			s.batched = append(s.batched, kind)
+		}
+		s.batchMu.Unlock()
+		return
+	}
+	s.batchMu.Unlock()
+	s.hub.publish(change{kind: kind})
+}
+
+// Batch runs fn, which adds and removes tools, prompts, resources and templates: the
+// clients that listen for list changes are told once for each list fn changed, after it
+// returns, rather than once for each change (a server that mirrors another's lists, say).
+// Changes made meanwhile by other goroutines are told then too.
+func (s *Server) Batch(fn func()) {
+	s.batchMu.Lock()
+	s.batching++
+	s.batchMu.Unlock()
+	defer func() {
+		s.batchMu.Lock()
+		s.batching--
+		var kinds []changeKind
+		if s.batching == 0 {
+			kinds, s.batched = s.batched, nil
+		}
+		s.batchMu.Unlock()
+		for _, k := range kinds {
+			s.hub.publish(change{kind: k})
+		}
+	}()
+	fn()
 }
 
 // capabilities lists what the server offers now. The map is shared: read it, never change it.

@@ -89,6 +89,9 @@ func (ss *session) routeModern(req *runtime.Request, params paramValues) runtime
 	case "subscriptions/listen":
 		return runtime.Route{Handler: ss.s.listen}
 	case "tasks/get", "tasks/update", "tasks/cancel":
+		if h := ss.s.opts.TaskHandler; h != nil {
+			return ss.routeTaskHandler(h, req, rm)
+		}
 		if ss.s.reg.Load().tasks {
 			return ss.routeTask(req, rm)
 		}

@@ -456,6 +456,26 @@ func detailedView(rec *TaskRecord) taskView {
 }
 
 // routeTask routes tasks/get, tasks/update and tasks/cancel of a 2026-07-28 request.
+// routeTaskHandler routes a tasks/* request to ServerOptions.TaskHandler: its result gets
+// the 2026-07-28 result fields, as a feature method's does.
+func (ss *session) routeTaskHandler(h MethodHandler, req *runtime.Request, rm requestMeta) runtime.Route {
+	if !hasExtension(rm.clientCaps, ExtensionTasks) {
+		return runtime.Route{Err: errTasksRequired(req.Method)}
+	}
+	s := ss.s
+	return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+		res, err := h(ctx, &Request{rt: rt, s: s, meta: rm})
+		if err != nil {
+			return nil, err
+		}
+		raw, err := encodeResult(res)
+		if err != nil {
+			return nil, err
+		}
+		return s.modernResult(raw), nil
+	}}
+}
+
 func (ss *session) routeTask(req *runtime.Request, rm requestMeta) runtime.Route {
 	if !hasExtension(rm.clientCaps, ExtensionTasks) {
 		return runtime.Route{Err: errTasksRequired(req.Method)}

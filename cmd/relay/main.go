@@ -1,10 +1,12 @@
 // Command relay is Relay's command line: `relay supervise` runs a stdio server as a
 // self-healing child behind a transparent proxy; `relay bridge` serves one over Streamable
-// HTTP from a pool of supervised children; `relay replay` turns a recording of either
+// HTTP from a pool of supervised children; `relay gateway` serves many servers as one;
+// `relay replay` turns a recording of either
 // (--record) into a regression test or a mock server.
 //
 //	relay supervise [flags] -- CMD ARGS...
 //	relay bridge [--listen ADDR] [--pool N] [flags] -- CMD ARGS...
+//	relay gateway --config FILE [--listen ADDR] [flags]
 //	relay replay [flags] FILE -- CMD ARGS...
 //	relay replay --serve FILE
 //
@@ -24,6 +26,7 @@ const usage = `relay — Relay's command line
 Usage:
   relay supervise [flags] -- CMD [ARGS...]   run a stdio server as a self-healing child
   relay bridge [flags] -- CMD [ARGS...]      serve a stdio server over Streamable HTTP
+  relay gateway --config FILE [flags]        serve many MCP servers as one (stdio or HTTP)
   relay bench [flags] -- CMD [ARGS...]       measure a stdio server's throughput and latency
   relay replay [flags] FILE -- CMD [ARGS...] replay a recorded session to a server, diff its answers
   relay replay --serve FILE                  act as the recorded server for a host
@@ -55,6 +58,8 @@ func run() int {
 		return runSupervise(os.Args[2:])
 	case "bridge":
 		return runBridge(os.Args[2:])
+	case "gateway":
+		return runGateway(os.Args[2:])
 	case "bench":
 		return runBench(os.Args[2:])
 	case "replay":

@@ -51,7 +51,15 @@ func freeAddr(t *testing.T) string {
 // startBridgeAt is startBridgeFlags listening on addr.
 func startBridgeAt(t *testing.T, addr string, flags []string, child ...string) string {
 	t.Helper()
-	args := append(append(append([]string{"bridge", "--listen", addr}, flags...), "--"), child...)
+	return startRelayAt(t, addr, append(append(append([]string{"bridge", "--listen", addr}, flags...), "--"), child...)...)
+}
+
+// startRelayAt runs relay with args (a command that serves HTTP on addr, and says
+// "serving MCP" on stderr once it does), and returns its endpoint; the test's end stops it
+// with SIGTERM and checks that it exited cleanly, with no data race or panic.
+func startRelayAt(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	what := "relay " + args[0]
 	cmd := exec.Command(relayBin, args...)
 	cmd.Dir = repoRoot()
 	// A binary built with -race sleeps a second on exit, and the children stop one by one.
@@ -71,19 +79,19 @@ func startBridgeAt(t *testing.T, addr string, flags []string, child ...string) s
 			select {
 			case err := <-exited:
 				if err != nil {
-					t.Errorf("relay bridge did not exit cleanly on SIGTERM: %v", err)
+					t.Errorf("%s did not exit cleanly on SIGTERM: %v", what, err)
 				}
 			case <-time.After(30 * time.Second):
 				cmd.Process.Kill()
 				<-exited
-				t.Errorf("relay bridge did not exit within 30 s of SIGTERM")
+				t.Errorf("%s did not exit within 30 s of SIGTERM", what)
 			}
 		}
 		if s := stderr.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic:") {
-			t.Errorf("relay bridge reported a data race or a panic:\n%s", s)
+			t.Errorf("%s reported a data race or a panic:\n%s", what, s)
 		}
 		if t.Failed() {
-			t.Logf("relay bridge stderr:\n%s", stderr)
+			t.Logf("%s stderr:\n%s", what, stderr)
 		}
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -91,11 +99,11 @@ func startBridgeAt(t *testing.T, addr string, flags []string, child ...string) s
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("relay bridge exited before serving: %v\n%s", err, stderr)
+			t.Fatalf("%s exited before serving: %v\n%s", what, err, stderr)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("relay bridge did not serve within 60 s:\n%s", stderr)
+			t.Fatalf("%s did not serve within 60 s:\n%s", what, stderr)
 		}
 	}
 	return "http://" + addr + "/mcp"

@@ -93,7 +93,7 @@ func (c *Client) ListPrompts(ctx context.Context) iter.Seq2[*mcp.Prompt, error] 
 // for it, answering its questions through the client's handlers, and cancels it when ctx
 // ends first; StartTool hands the task over instead.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*mcp.CallToolResult, error) {
-	res, err := c.callTool(ctx, name, args, opts)
+	res, err := c.callTool(ctx, name, args, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +108,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 }
 
 // callTool sends tools/call and returns its raw result: the tool's, or a task.
-func (c *Client) callTool(ctx context.Context, name string, args any, opts []CallOption) (json.RawMessage, error) {
+// extra holds other members of params to send as they are (Call's), or nil.
+func (c *Client) callTool(ctx context.Context, name string, args any, opts []CallOption, extra map[string]json.RawMessage) (json.RawMessage, error) {
 	params := map[string]any{"name": name}
+	rawMembers(params, extra)
 	var headers map[string]string
 	if args != nil {
 		raw, err := json.Marshal(args)

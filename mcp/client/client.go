@@ -27,6 +27,10 @@ type Client struct {
 	caps         json.RawMessage
 	instructions string
 
+	metaOnce sync.Once // encodes capsJSON and infoJSON, for appendMeta
+	capsJSON []byte    // the client's capabilities with the tasks extension, encoded
+	infoJSON []byte    // the client's info, encoded
+
 	reinit   sync.Mutex // held while a new session replaces one the server ended
 	mu       sync.Mutex
 	headers  map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
@@ -124,9 +128,40 @@ type callOptionFunc func(*callOptions)
 func (f callOptionFunc) applyCall(o *callOptions) { f(o) }
 
 type callOptions struct {
-	progress func(Progress)
-	notes    func(method string, params json.RawMessage)
-	logLevel string
+	progress    func(Progress)
+	notes       func(method string, params json.RawMessage)
+	logLevel    string
+	returnInput bool
+	returnTask  bool
+	clientCaps  json.RawMessage
+}
+
+// ReturnTask makes Call return a tools/call that the server runs as a task as the task's
+// envelope (resultType "task") instead of waiting for the task: for a program that passes
+// the task on to a client of its own, which follows it with tasks/get
+// (io.modelcontextprotocol/tasks).
+func ReturnTask() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.returnTask = true })
+}
+
+// WithClientCapabilities declares caps (a ClientCapabilities object) on a 2026-07-28 call
+// as they are, instead of the capabilities the client's handlers give it and the tasks
+// extension: for a program that passes on a request of a client of its own, whose server
+// must ask only for what that client declared (MCP 2026-07-28, Basic › _meta: the
+// capabilities of the request itself). A server then runs a tool as a task only if caps
+// declare the extension; use ReturnTask to get the task. Under the initialize generation,
+// which declares capabilities once at initialize, it does nothing.
+func WithClientCapabilities(caps json.RawMessage) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.clientCaps = caps })
+}
+
+// ReturnInputRequired makes a 2026-07-28 call return an input_required result as it is
+// (with Call, which returns raw results), instead of answering it through the client's
+// handlers: for a program that passes the questions on to a client of its own, which
+// sends the request again with inputResponses and the requestState untouched (MCP
+// 2026-07-28, Basic › Patterns › Multi-round-trip requests).
+func ReturnInputRequired() CallOption {
+	return callOptionFunc(func(o *callOptions) { o.returnInput = true })
 }
 
 // WithLogLevel asks a 2026-07-28 server for the call's log messages at level and above
@@ -164,7 +199,8 @@ func WithNotifications(fn func(method string, params json.RawMessage)) CallOptio
 // request is one call to make.
 type request struct {
 	method  string
-	params  map[string]any // nil: none but _meta
+	params  map[string]any  // nil: none but _meta
+	raw     json.RawMessage // params as a caller of Call wrote them, sent as they are but for _meta; or nil
 	name    string
 	headers map[string]string
 }
@@ -199,10 +235,13 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 			return res, nil // CallTool or StartTool takes it
 		case rt == "task":
 			return nil, fmt.Errorf("mcp/client: the server answered %s with a task, which only tools/call may get", r.method)
-		case rt != "input_required":
+		case rt != "input_required", co.returnInput:
 			return res, nil
 		case round == maxInputRounds:
 			return nil, fmt.Errorf("%w: %s was still asking after %d rounds", ErrInputRequired, r.method, round)
+		}
+		if r.raw != nil { // a retry is written from the members
+			params, r.raw = rawParams(r.raw), nil
 		}
 		if params, err = c.answerInputs(ctx, res, params); err != nil {
 			return nil, err
@@ -235,32 +274,44 @@ func (c *Client) reinitialize(ctx context.Context, ended string) error {
 // send sends r once, with params, under a new id, and returns the raw result.
 func (c *Client) send(ctx context.Context, r request, params map[string]any, co *callOptions) (json.RawMessage, error) {
 	id := jsonrpc.IntID(c.ids.Add(1))
-	meta := map[string]any{}
+	level := ""
 	if c.modern {
-		c.addModernMeta(meta)
-		level := co.logLevel
-		if level == "" {
+		if level = co.logLevel; level == "" {
 			c.mu.Lock()
 			level = c.logLevel
 			c.mu.Unlock()
 		}
-		if level != "" {
-			meta[mcp.MetaLogLevel] = level
+	}
+	var body []byte
+	if r.raw != nil && params == nil {
+		// The caller's members as they are; its _meta, if any, replaced by the client's,
+		// written at once.
+		body = jsonrpc.SetMember(r.raw, "_meta", c.appendMeta(nil, co, level, id))
+	} else {
+		meta := map[string]any{}
+		if c.modern {
+			c.addModernMeta(meta)
+			if co.clientCaps != nil {
+				meta[mcp.MetaClientCapabilities] = co.clientCaps
+			}
+			if level != "" {
+				meta[mcp.MetaLogLevel] = level
+			}
 		}
-	}
-	if co.progress != nil {
-		meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
-	}
-	wire := make(map[string]any, len(params)+1)
-	for k, v := range params {
-		wire[k] = v
-	}
-	if len(meta) > 0 {
-		wire["_meta"] = meta
-	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return nil, err
+		if co.progress != nil {
+			meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
+		}
+		wire := make(map[string]any, len(params)+1)
+		for k, v := range params {
+			wire[k] = v
+		}
+		if len(meta) > 0 {
+			wire["_meta"] = meta
+		}
+		var err error
+		if body, err = json.Marshal(wire); err != nil {
+			return nil, err
+		}
 	}
 	out := &outgoing{id: id, method: r.method, params: body, version: c.version, modern: c.modern,
 		name: r.name, headers: r.headers}
@@ -297,6 +348,44 @@ func resultType(res json.RawMessage) (string, error) {
 		return rt, nil
 	}
 	return "", fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
+}
+
+// appendMeta appends the request's _meta object to dst, as addModernMeta and send's map
+// would write it: under 2026-07-28 the protocol version, the capabilities (co's, or the
+// client's own, encoded once) and the client info, and the log level; a progressToken,
+// the request's id, when co asks for progress.
+func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrpc.ID) []byte {
+	dst = append(dst, '{')
+	if c.modern {
+		c.metaOnce.Do(func() {
+			caps := c.o.capabilities()
+			caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}}
+			c.capsJSON, _ = json.Marshal(caps)
+			c.infoJSON, _ = json.Marshal(c.o.info)
+		})
+		caps := c.capsJSON
+		if co.clientCaps != nil {
+			caps = co.clientCaps
+		}
+		dst = jsonrpc.AppendString(dst, mcp.MetaProtocolVersion)
+		dst = jsonrpc.AppendString(append(dst, ':'), c.version)
+		dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaClientCapabilities)
+		dst = append(append(dst, ':'), caps...)
+		dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaClientInfo)
+		dst = append(append(dst, ':'), c.infoJSON...)
+		if level != "" {
+			dst = jsonrpc.AppendString(append(dst, ','), mcp.MetaLogLevel)
+			dst = jsonrpc.AppendString(append(dst, ':'), level)
+		}
+	}
+	if co.progress != nil {
+		if len(dst) > 1 {
+			dst = append(dst, ',')
+		}
+		dst = jsonrpc.AppendString(dst, mcp.MetaProgressToken)
+		dst = append(append(dst, ':'), id...) // unique: the request's own id
+	}
+	return append(dst, '}')
 }
 
 func (c *Client) addModernMeta(meta map[string]any) {

@@ -46,8 +46,9 @@ type routeMsg struct {
 }
 
 type streamCall struct {
-	reply chan streamReply // buffered: the router never waits on it
-	note  func(method string, params json.RawMessage)
+	reply  chan streamReply // buffered: the router never waits on it
+	note   func(method string, params json.RawMessage)
+	listen bool // a subscriptions/listen stream, which never gets a call's messages
 }
 
 type streamReply struct {
@@ -94,7 +95,7 @@ func (s *stream) tell(m routeMsg) error {
 }
 
 func (s *stream) call(ctx context.Context, r *outgoing) (json.RawMessage, error) {
-	c := &streamCall{reply: make(chan streamReply, 1), note: r.note}
+	c := &streamCall{reply: make(chan streamReply, 1), note: r.note, listen: r.method == "subscriptions/listen"}
 	if err := s.tell(routeMsg{id: string(r.id), call: c}); err != nil {
 		return nil, err
 	}
@@ -215,12 +216,12 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 			s.in.notified(m.Method, append(json.RawMessage(nil), m.Params...))
 			return
 		}
-		if c == nil && len(calls) == 1 {
+		if c == nil {
 			// A log message names no request: it is the one call's in flight, when there
-			// is exactly one; otherwise nobody can tell, and it is dropped.
-			for _, only := range calls {
-				c = only
-			}
+			// is exactly one; otherwise nobody can tell, and it is dropped. Listen streams
+			// do not count: a request's messages never go to one (MCP 2026-07-28, Basic ›
+			// Patterns › Subscriptions).
+			c = onlyCall(calls)
 		}
 		if c != nil && c.note != nil {
 			c.note(m.Method, append(json.RawMessage(nil), m.Params...))
@@ -283,4 +284,20 @@ func reply(id jsonrpc.ID, res json.RawMessage, err error) []byte {
 		return jsonrpc.AppendError(nil, id, rpc)
 	}
 	return jsonrpc.AppendResult(nil, id, res)
+}
+
+// onlyCall returns the one call in flight that is not a listen stream, or nil when there
+// are none or several.
+func onlyCall(calls map[string]*streamCall) *streamCall {
+	var only *streamCall
+	for _, c := range calls {
+		if c.listen {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = c
+	}
+	return only
 }

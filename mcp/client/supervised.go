@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/relayrt/relay/supervise"
@@ -21,6 +22,24 @@ type SupervisedTransport struct {
 	Spec supervise.Spec
 	// Options tune the proxy core (replay, queue, timeouts, probes, drain; nil: defaults).
 	Options *supervise.ProxyOptions
+
+	mu  sync.Mutex
+	sup *supervise.Supervisor // the running one, once dialled
+}
+
+// Upgrade replaces the running child with a new one without dropping the client
+// (supervise.Supervisor.Upgrade: the new child is brought to the old one's state and takes
+// the new requests; the old one finishes what it has in flight), and returns once the new
+// child serves, or why the old one still does. It returns ErrClosed before the transport
+// is dialled.
+func (t *SupervisedTransport) Upgrade(ctx context.Context, reason string) error {
+	t.mu.Lock()
+	sup := t.sup
+	t.mu.Unlock()
+	if sup == nil {
+		return ErrClosed
+	}
+	return sup.Upgrade(ctx, reason)
 }
 
 // Supervised returns a transport that runs name with args as a supervised child.
@@ -37,6 +56,9 @@ func (t *SupervisedTransport) dial(ctx context.Context, in *inbox) (conn, error)
 	toClient := make(chan []byte, 64)
 	life, end := context.WithCancel(context.Background())
 	sup := supervise.New(t.Spec)
+	t.mu.Lock()
+	t.sup = sup
+	t.mu.Unlock()
 	proxied := make(chan error, 1)
 	go func() { // the proxy core, which runs the supervisor; its output ends when it returns
 		err := supervise.ServeFrames(life, sup, fromClient, toClient, &opts)

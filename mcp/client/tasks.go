@@ -83,7 +83,7 @@ func pollInterval(ms int64) time.Duration {
 // StartTool calls the tool name as a task and returns it without waiting. A server that
 // runs the call at once (the tool does not support tasks) gives a task already completed.
 func (c *Client) StartTool(ctx context.Context, name string, args any, opts ...CallOption) (*Task, error) {
-	res, err := c.callTool(ctx, name, args, opts)
+	res, err := c.callTool(ctx, name, args, opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +122,19 @@ func (t *Task) Cancel(ctx context.Context) error {
 // *jsonrpc.Error), a cancelled one ErrTaskCancelled. When ctx ends first, Wait returns
 // ctx's error and the task goes on.
 func (t *Task) Wait(ctx context.Context) (*mcp.CallToolResult, error) {
+	res, err := t.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return decodeToolResult(res)
+}
+
+// wait is Wait, returning the tool's raw result.
+func (t *Task) wait(ctx context.Context) (json.RawMessage, error) {
 	for {
 		switch t.Status {
 		case "completed":
-			return decodeToolResult(t.result)
+			return t.result, nil
 		case "failed":
 			if t.failure != nil {
 				return nil, t.failure

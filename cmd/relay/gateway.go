@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/relayrt/relay/gateway"
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/mcp/client"
+	"github.com/relayrt/relay/stdio"
+)
+
+const gatewayUsage = `Usage: relay gateway --config FILE [--listen ADDR] [flags]
+       relay gateway --status URL
+
+Serves many MCP servers as one: the tools, prompts, resources and resource templates of
+every server of FILE, merged, each call routed to the server that owns what it names. FILE
+is the configuration hosts already have: {"mcpServers": {NAME: {"command", "args", "env",
+"cwd"} | {"url", "headers"}}} (Claude Desktop, Cursor) or VS Code's {"servers": {...}};
+"disabled": true leaves a server out, and keys Relay has no use for are ignored. Local
+commands run as supervised children (restarted with backoff, safe calls replayed); remote
+URLs are reached over Streamable HTTP. Tools and prompts are named PREFIX__NAME (PREFIX
+defaults to the server's name; names are made to match ^[a-zA-Z0-9_-]{1,64}$, long ones
+shortened with a hash suffix and the mapping logged). Resource URIs are kept; a URI two
+servers list is served by the first in FILE. A server that is down leaves the lists
+(list_changed) and its calls get an error that names it.
+
+Relay's options for a server go in its "relay" object:
+  "relay": {"prefix": "gh", "tools": {"allow": ["get_*"], "deny": ["*delete*"]},
+            "prompts": {"deny": ["*"]},
+            "oauth": {"clientId": "gw", "clientSecret": "${GH_SECRET}", "issuer": "https://..."},
+            "restart": {"policy": "always", "limit": "5/1m", "backoff": "100ms..30s",
+                        "replay": "annotated", "timeout": "0s", "probe": "0s",
+                        "stopWait": "2s", "drain": "5s", "watch": "/path/to/server"}}
+
+"watch" names the server's binary or script: when it changes, the child is upgraded
+without downtime (a new child takes the new requests, the old one finishes its own).
+
+Without --listen the merged server is served on stdio: a host runs relay gateway as its one
+server. With --listen it is served over Streamable HTTP (endpoint /mcp, both protocol
+generations, with Origin and Host checks, limits, /metrics, /healthz, and /readyz, which is
+ready once every server has been tried and one is up).
+
+SIGHUP or a change of FILE (checked every --reload-check) reloads it: servers added,
+removed or changed start and stop one by one, and the host sees list_changed, never a
+disconnect. Sampling, elicitation and roots requests of a server go to the host whose
+request it answers; tasks follow their id to the server that runs them. The resource
+relay-gateway://status says each server's state, restarts and last error; relay gateway
+--status URL prints it for a gateway serving at URL. A remote server's "headers" and
+"oauth" clientSecret may name environment variables (${VAR}); "oauth" uses the client
+credentials grant (relay has no browser to send a user to). Not yet: an upstream's task
+notifications on listen streams.
+
+Flags:
+`
+
+func runGateway(args []string) int {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), gatewayUsage); fs.PrintDefaults() }
+	config := fs.String("config", "", "the host configuration file to serve (required)")
+	listen := fs.String("listen", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
+	separator := fs.String("separator", gateway.DefaultSeparator, "what joins a server's prefix and its own tool or prompt name")
+	origins := fs.String("allow-origin", "", "with --listen: a browser origin to allow besides loopback ones")
+	verbose := fs.Bool("v", false, "log upstreams' lifecycle and renamed tools at info level (default: warnings)")
+	status := fs.String("status", "", "print the state of each server of the relay gateway --listen serving at this URL (e.g. http://127.0.0.1:8080/mcp), and exit: 0 when all are up, 1 otherwise")
+	reloadEvery := fs.Duration("reload-check", 2*time.Second, "how often FILE is checked for a change, which reloads it as SIGHUP does (0: only SIGHUP)")
+	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *status != "" {
+		return printStatus(*status)
+	}
+	if *config == "" || len(fs.Args()) > 0 {
+		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
+		return 2
+	}
+	data, err := os.ReadFile(*config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	cfg, err := gateway.ParseConfig(data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "relay gateway: %s: %v\n", *config, err)
+		return 2
+	}
+	level := zapcore.WarnLevel
+	if *verbose {
+		level = zapcore.InfoLevel
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	errOut := zapcore.Lock(os.Stderr) // relay's log and the children's stderr never mix
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
+	var childErr io.Writer = errOut
+	if *quietChild {
+		childErr = io.Discard
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	// SIGHUP reloads FILE from now on (it waits in hup until the watcher runs): it never
+	// ends relay, not even while the servers start.
+	hup := make(chan os.Signal, 1)
+	defer notifyReload(hup)()
+	ops := httpx.NewOps(nil)
+	ops.SetReady(false)
+	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
+	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr,
+		StateChanged: func() {
+			if g := ready.Load(); g != nil {
+				ops.SetReady(g.Ready())
+			}
+		}}
+	g, err := gateway.New(ctx, cfg, gopts)
+	if err == nil {
+		ready.Store(g)
+		ops.SetReady(g.Ready()) // what changed before the Store
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	defer g.Close()
+	// SIGHUP, or a change of FILE, reloads it: the servers added, removed or changed start
+	// and stop one by one, and the host stays connected.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { // ends with watchCtx, before g is closed
+		defer close(watched)
+		watchConfig(watchCtx, *config, *reloadEvery, hup, g, log)
+	}()
+	defer func() { stopWatching(); <-watched }()
+	// Served once every server has started or failed to (a minute at most): hosts list the
+	// tools right after their handshake, and some never heed list_changed.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	g.Started(sctx)
+	cancel()
+	if *listen == "" {
+		if err := stdio.ServeStdio(ctx, g.Server().Runtime()); err != nil {
+			log.Error("relay gateway is exiting", zap.Error(err))
+			return 1
+		}
+		return 0
+	}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log}
+	if *origins != "" {
+		opts.AllowedOrigins = []string{*origins}
+	}
+	h := httpx.NewMCPHandler(g.Server(), opts)
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", ops.Handler())
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 1
+	}
+	// Said once the port is open, so that whoever waits for this line can connect at once.
+	fmt.Fprintf(os.Stderr, "relay gateway: serving MCP on http://%s/mcp with %d servers\n", ln.Addr(), len(cfg.Servers))
+	if err := httpx.Serve(ctx, ln, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}}); err != nil {
+		log.Error("relay gateway is exiting", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// watchConfig reloads the gateway's configuration from path at each signal on hup (SIGHUP)
+// and, every interval (0: never), when the file's size or modification time has changed,
+// until ctx ends. A file that cannot be read or is not a valid configuration is logged, and the
+// gateway keeps the configuration it has.
+func watchConfig(ctx context.Context, path string, interval time.Duration, hup <-chan os.Signal, g *gateway.Gateway, log *zap.Logger) {
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	stamp := func() string {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	}
+	seen := stamp()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		case <-tick:
+			now := stamp()
+			if now == seen || now == "" {
+				continue
+			}
+			seen = now
+		}
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var cfg *gateway.Config
+			if cfg, err = gateway.ParseConfig(data); err == nil {
+				err = g.Reload(cfg)
+			}
+		}
+		if err != nil {
+			log.Error("relay gateway cannot reload its configuration; it keeps the one it has", zap.String("config", path), zap.Error(err))
+		}
+	}
+}
+
+// printStatus reads the status resource of the gateway at url and prints a line per server.
+func printStatus(url string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.HTTP(url))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway --status:", err)
+		return 2
+	}
+	defer c.Close()
+	res, err := c.ReadResource(ctx, gateway.StatusURI)
+	if err != nil || len(res.Contents) != 1 {
+		fmt.Fprintf(os.Stderr, "relay gateway --status: %s does not serve %s (is it a relay gateway?): %v\n", url, gateway.StatusURI, err)
+		return 2
+	}
+	var st struct{ Servers []gateway.UpstreamStatus }
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &st); err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway --status: the status does not decode:", err)
+		return 2
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SERVER\tSTATE\tRESTARTS\tTOOLS\tPROMPTS\tRESOURCES\tLAST ERROR")
+	code := 0
+	for _, s := range st.Servers {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Name, s.State, s.Restarts, s.Tools, s.Prompts, s.Resources+s.Templates, s.LastError)
+		if s.State != "up" {
+			code = 1
+		}
+	}
+	w.Flush()
+	return code
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// relay gateway --help explains the configuration, the "relay" options and what is not
+// done yet; without --config it refuses to start, with exit status 2.
+func TestGatewayHelpAndMissingConfig(t *testing.T) {
+	code, out, errOut := rtRunOnce(t, "gateway", "--help")
+	if code != 0 {
+		t.Errorf("relay gateway --help exited %d, want 0", code)
+	}
+	usage := out + errOut
+	for _, want := range []string{"Usage: relay gateway --config FILE", "mcpServers", `"relay"`, "PREFIX__NAME", "-listen", "-separator", "Not yet"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("relay gateway --help does not mention %q:\n%s", want, usage)
+		}
+	}
+	if code, _, errOut := rtRunOnce(t, "gateway"); code != 2 || !strings.Contains(errOut, "--config") {
+		t.Errorf("relay gateway without --config: exit %d, %q; want 2 and a word on --config", code, errOut)
+	}
+}

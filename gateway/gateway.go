@@ -1,0 +1,599 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
+)
+
+// Options tunes a Gateway. The zero value is ready to use.
+type Options struct {
+	// Separator joins a prefix and a server's own name (default "__").
+	Separator string
+	// Info is how the gateway describes itself (default relay-gateway).
+	Info mcp.Implementation
+	// Logger receives the gateway's log: upstreams up and down, renamed tools, URIs two
+	// upstreams list (default: nothing is logged).
+	Logger *zap.Logger
+	// ChildStderr receives the stderr of the local upstreams, line by line, each line
+	// prefixed with the server's name (default: the Logger, at info level).
+	ChildStderr io.Writer
+	// HealthEvery is how often an upstream that has not failed a call is asked whether it
+	// still answers (ping, or server/discover under 2026-07-28), so that one that went away
+	// drops out of the lists (default 10 s).
+	HealthEvery time.Duration
+	// HTTPClient makes the requests to remote upstreams (default: a client of each
+	// transport's own).
+	HTTPClient *http.Client
+	// StateChanged, when set, is called after an upstream came up, went down or changed its
+	// lists (from the gateway's goroutines: it must return quickly). Status says the new
+	// state; a --listen gateway sets /readyz from Ready.
+	StateChanged func()
+}
+
+// Gateway is one MCP server made of several: Server serves it on any transport of Relay's.
+type Gateway struct {
+	srv  *mcp.Server
+	opts Options
+	log  *zap.Logger
+	ups  atomic.Pointer[[]*upstream] // in config order; Reload replaces it
+
+	reloading sync.Mutex // one Reload at a time
+	life      context.Context
+
+	routes atomic.Pointer[routes] // what each exposed name and URI routes to, read by every call
+
+	mu         sync.Mutex // rebuild runs one at a time
+	registered registered // what the mcp.Server lists now
+	logged     map[string]bool
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New starts a gateway over the servers of cfg: every upstream is connected (local ones
+// started as supervised children) by a goroutine of its own, which keeps it connected until
+// Close. New does not wait for them: an upstream's tools are listed once it answers, with
+// a list_changed. ctx bounds nothing but New itself.
+func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return nil, errors.New("gateway: the configuration names no server")
+	}
+	g := &Gateway{logged: map[string]bool{}}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.Separator == "" {
+		g.opts.Separator = DefaultSeparator
+	}
+	if ValidName(g.opts.Separator) != g.opts.Separator {
+		return nil, fmt.Errorf("gateway: the separator %q may hold only letters, digits, '_' and '-'", g.opts.Separator)
+	}
+	if g.opts.Info.Name == "" {
+		g.opts.Info = mcp.Implementation{Name: "relay-gateway", Version: "0.1.0"}
+	}
+	if g.opts.HealthEvery <= 0 {
+		g.opts.HealthEvery = 10 * time.Second
+	}
+	g.log = g.opts.Logger
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	g.srv = mcp.NewServer(g.opts.Info, &mcp.ServerOptions{
+		Instructions: "relay gateway: the tools and prompts of several MCP servers, each named PREFIX" + g.opts.Separator + "NAME.",
+		Middleware:   []mcp.Middleware{g.middleware},
+		TaskHandler:  g.task,
+	})
+	g.srv.SetCompletionHandler(g.complete)
+	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",
+		Description: "Each server of the gateway: its state (starting, up, restarting, down), restarts, last error and how many tools, prompts and resources it offers.",
+		MimeType:    "application/json"}, g.readStatus)
+	g.registered = registered{tools: map[string]string{}, prompts: map[string]string{},
+		resources: map[string]string{}, templates: map[string]string{}}
+	g.routes.Store(&routes{})
+	ups := make([]*upstream, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		ups = append(ups, newUpstream(g, s))
+	}
+	g.ups.Store(&ups)
+	g.life, g.stop = context.WithCancel(context.WithoutCancel(ctx))
+	for _, u := range ups {
+		g.start(u)
+	}
+	return g, nil
+}
+
+// start runs u's actor until u.stop or Close.
+func (g *Gateway) start(u *upstream) {
+	ctx, stop := context.WithCancel(g.life)
+	u.stop, u.done = stop, make(chan struct{})
+	g.wg.Add(1)
+	go func() { // the upstream's actor; Close (or Reload) ends it and waits
+		defer g.wg.Done()
+		defer close(u.done)
+		u.run(ctx)
+	}()
+}
+
+// upstreams returns the upstreams, in config order.
+func (g *Gateway) upstreams() []*upstream { return *g.ups.Load() }
+
+// Reload brings the gateway to cfg without a break for its hosts: a server that cfg adds
+// is started, one it no longer names is stopped (a local child in the stdio order, after its
+// calls in flight have had their drain time), one whose entry changed is stopped and
+// started again, and the others go on untouched, their children and calls with them. The
+// hosts hear list_changed for the lists that changed, and stay connected. The separator
+// and the other Options stay as New set them.
+func (g *Gateway) Reload(cfg *Config) error {
+	if cfg == nil || len(cfg.Servers) == 0 {
+		return errors.New("gateway: the new configuration names no server; the gateway keeps the old one")
+	}
+	g.reloading.Lock()
+	defer g.reloading.Unlock()
+	if g.life.Err() != nil {
+		return errors.New("gateway: closed")
+	}
+	old := map[string]*upstream{}
+	for _, u := range g.upstreams() {
+		old[u.cfg.Name] = u
+	}
+	var next, started []*upstream
+	for _, s := range cfg.Servers {
+		if u := old[s.Name]; u != nil && reflect.DeepEqual(u.cfg, s) {
+			next = append(next, u)
+			delete(old, s.Name)
+			continue
+		}
+		u := newUpstream(g, s)
+		next, started = append(next, u), append(started, u)
+	}
+	g.ups.Store(&next)
+	for name, u := range old { // removed or changed: their entries leave with the rebuild
+		u.log.Info("stopping the server: the configuration no longer names it as it was", zap.String("server", name))
+		u.stop()
+		<-u.done
+	}
+	g.rebuild()
+	for _, u := range started {
+		g.start(u)
+	}
+	g.log.Info("configuration reloaded", zap.Int("servers", len(next)), zap.Int("started", len(started)), zap.Int("stopped", len(old)))
+	return nil
+}
+
+// Server returns the merged MCP server, for stdio.ServeStdio(ctx, g.Server().Runtime()) or
+// httpx.NewMCPHandler.
+func (g *Gateway) Server() *mcp.Server { return g.srv }
+
+// Close disconnects every upstream (local children are stopped in the stdio order, after
+// their calls in flight have had their drain time) and waits for the gateway's goroutines.
+func (g *Gateway) Close() error {
+	g.reloading.Lock() // a Reload under way ends first; one after this finds the gateway closed
+	g.stop()
+	g.reloading.Unlock()
+	g.wg.Wait()
+	return nil
+}
+
+// UpstreamStatus is what Status says of one upstream.
+type UpstreamStatus struct {
+	Name string `json:"name"`
+	// State is "starting" (not connected yet), "up", "restarting" (a local child is being
+	// restarted) or "down" (it cannot be reached; it is tried again with backoff).
+	State     string `json:"state"`
+	Restarts  int64  `json:"restarts"`
+	LastError string `json:"lastError,omitempty"`
+	Tools     int    `json:"tools"`
+	Prompts   int    `json:"prompts"`
+	Resources int    `json:"resources"`
+	Templates int    `json:"resourceTemplates"`
+}
+
+// StatusURI is the gateway's own resource: Status, as JSON. A host that subscribes to it
+// hears of every change of an upstream's state.
+const StatusURI = "relay-gateway://status"
+
+func (g *Gateway) readStatus(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	b, err := json.MarshalIndent(map[string]any{"servers": g.Status()}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: StatusURI, MimeType: "application/json", Text: string(b)}}}, nil
+}
+
+// Status reports each upstream's state, in config order.
+func (g *Gateway) Status() []UpstreamStatus {
+	ups := g.upstreams()
+	out := make([]UpstreamStatus, 0, len(ups))
+	for _, u := range ups {
+		out = append(out, u.status())
+	}
+	return out
+}
+
+// Started waits until every upstream has been connected, or has failed to be, once: a
+// host that lists the tools right after its handshake (and may not heed list_changed)
+// then sees every upstream that could start. It returns ctx's error if ctx ends first.
+func (g *Gateway) Started(ctx context.Context) error {
+	for _, u := range g.upstreams() {
+		select {
+		case <-u.tried:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Ready reports whether every upstream has been reached once and at least one is up.
+func (g *Gateway) Ready() bool {
+	anyUp := false
+	for _, u := range g.upstreams() {
+		switch u.status().State {
+		case stateStarting:
+			return false
+		case stateUp:
+			anyUp = true
+		}
+	}
+	return anyUp
+}
+
+// The states of an upstream.
+const (
+	stateStarting   = "starting"
+	stateUp         = "up"
+	stateRestarting = "restarting"
+	stateDown       = "down"
+)
+
+// middleware routes the methods that name a tool, a prompt or a resource to the upstream
+// that owns it; the lists, served from the mirrored registry, go on to the mcp.Server.
+func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, req *mcp.Request) (any, error) {
+		rt := g.routes.Load()
+		params := req.Params()
+		switch req.Method() {
+		case "tools/call":
+			name, _ := stringField(params, "name")
+			r, ok := rt.tools[name]
+			if !ok {
+				// MCP 2026-07-28, Server Features › Tools › Error Handling: an unknown tool is -32602.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown tool %q; tools/list names the tools", name)}
+			}
+			return g.forward(ctx, req, r.up, jsonrpc.SetMember(params, "name", quote(r.name)))
+		case "prompts/get":
+			name, _ := stringField(params, "name")
+			r, ok := rt.prompts[name]
+			if !ok {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown prompt %q; prompts/list names the prompts", name)}
+			}
+			return g.forward(ctx, req, r.up, jsonrpc.SetMember(params, "name", quote(r.name)))
+		case "resources/read":
+			uri, _ := stringField(params, "uri")
+			if uri == StatusURI {
+				return next(ctx, req) // the gateway's own
+			}
+			u := rt.resourceOwner(uri)
+			if u == nil {
+				return nil, notFound(req, uri)
+			}
+			return g.forward(ctx, req, u, params)
+		}
+		return next(ctx, req)
+	}
+}
+
+// forward passes a request on to u, raw, with its progress and log messages carried back,
+// and returns the upstream's result, or an error that names the upstream.
+func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, params json.RawMessage) (any, error) {
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	var opts []client.CallOption
+	if req.ProgressToken() != nil {
+		// MCP 2026-07-28, Basic › Patterns › Progress: the upstream's progress for this call
+		// becomes the host's, under the host's token.
+		opts = append(opts, client.WithProgress(func(p client.Progress) { req.Progress(p.Progress, p.Total, p.Message) }))
+	}
+	opts = append(opts, client.WithNotifications(func(method string, params json.RawMessage) {
+		if method != "notifications/message" {
+			return
+		}
+		// MCP 2025-11-25 and 2026-07-28, Utilities › Logging: the host gets the messages at or
+		// above the level it asked for (Request.Log filters).
+		var m struct {
+			Level  mcp.LoggingLevel `json:"level"`
+			Logger string           `json:"logger"`
+			Data   any              `json:"data"`
+		}
+		if json.Unmarshal(params, &m) == nil {
+			req.Log(m.Level, m.Logger, m.Data)
+		}
+	}))
+	// The upstream may ask only for what the host declared (MCP 2026-07-28, Basic › _meta).
+	opts = append(opts, client.WithClientCapabilities(upstreamCaps(req)))
+	passTasks := false
+	if req.Stateless() {
+		// A 2026-07-28 host answers an upstream's questions itself: the input_required
+		// result goes to it as it is, and its retry, with inputResponses and the upstream's
+		// requestState, comes back here and goes on to the upstream.
+		opts = append(opts, client.ReturnInputRequired())
+		// A host that declared the tasks extension follows a task itself: the task goes to
+		// it under an id of the gateway's that names the upstream (see task).
+		if passTasks = hasTasks(req.ClientCapabilities()); passTasks {
+			opts = append(opts, client.ReturnTask())
+		}
+	}
+	res, err := c.Call(withHost(ctx, req), req.Method(), params, opts...)
+	if err != nil {
+		return nil, u.callError(ctx, req.Method(), err)
+	}
+	if passTasks && string(jsonrpc.Field(res, "resultType")) == `"task"` {
+		res = u.ownTaskID(res)
+	}
+	return passOn(res, req.Stateless(), req.Method() == "resources/read"), nil
+}
+
+// upstreamCaps are the capabilities a call to an upstream declares: the host's own; for a
+// host of the initialize generation, which cannot follow a task, with the tasks extension
+// added, so that a tool an upstream runs only as a task still serves it (the gateway waits
+// for the task).
+func upstreamCaps(req *mcp.Request) json.RawMessage {
+	caps := req.ClientCapabilities()
+	if !jsonrpc.IsObject(caps) {
+		caps = json.RawMessage(`{}`)
+	}
+	if req.Stateless() {
+		return caps
+	}
+	ext := jsonrpc.Field(caps, "extensions")
+	if !jsonrpc.IsObject(ext) {
+		ext = []byte(`{}`)
+	}
+	return jsonrpc.SetMember(caps, "extensions", jsonrpc.SetMember(ext, mcp.ExtensionTasks, []byte(`{}`)))
+}
+
+// hasTasks reports whether a client declared the tasks extension.
+func hasTasks(caps json.RawMessage) bool {
+	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), mcp.ExtensionTasks)
+	return v != nil && string(v) != "null" && string(v) != "false"
+}
+
+// ownTaskID returns a task (a CreateTaskResult, or a tasks/get result) with its taskId made
+// the gateway's: the upstream's name and its id, so that tasks/* find their way back.
+func (u *upstream) ownTaskID(res json.RawMessage) json.RawMessage {
+	id, ok := stringField(res, "taskId")
+	if !ok {
+		return res
+	}
+	return jsonrpc.SetMember(res, "taskId", quote(base64.RawURLEncoding.EncodeToString([]byte(u.cfg.Name))+"."+id))
+}
+
+// task serves tasks/get, tasks/update and tasks/cancel (the io.modelcontextprotocol/tasks
+// extension) by passing them on to the upstream that runs the task, which the gateway's
+// task id names.
+func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
+	params := req.Params()
+	id, _ := stringField(params, "taskId")
+	unknown := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id", id),
+		Data: map[string]any{"taskId": id}}
+	enc, own, ok := strings.Cut(id, ".")
+	name, err := base64.RawURLEncoding.DecodeString(enc)
+	if !ok || err != nil {
+		return nil, unknown
+	}
+	var u *upstream
+	for _, up := range g.upstreams() {
+		if up.cfg.Name == string(name) {
+			u = up
+		}
+	}
+	if u == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: its server %q is no longer in relay gateway's configuration", id, name),
+			Data: map[string]any{"taskId": id, "upstream": string(name)}}
+	}
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Call(withHost(ctx, req), req.Method(), jsonrpc.SetMember(params, "taskId", quote(own)),
+		client.WithClientCapabilities(upstreamCaps(req)))
+	if err != nil {
+		return nil, u.callError(ctx, req.Method(), err)
+	}
+	return passOn(u.ownTaskID(res), true, false), nil
+}
+
+// hostKey is the context key of the host's request a call to an upstream is made for.
+type hostKey struct{}
+
+func withHost(ctx context.Context, req *mcp.Request) context.Context {
+	return context.WithValue(ctx, hostKey{}, req)
+}
+
+// hostOf returns the host's request a call is made for, or an error that says none is.
+func hostOf(ctx context.Context, method string) (*mcp.Request, error) {
+	if req, ok := ctx.Value(hostKey{}).(*mcp.Request); ok {
+		return req, nil
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
+}
+
+// askHost are the client handlers of every upstream: what an upstream asks of its client
+// while it answers a host's request (elicitation, sampling, roots) is asked of that host,
+// through its request (Request.Elicit, CreateMessage, ListRoots). A host of the initialize
+// generation gets it as a server-to-client request (MCP 2025-11-25, Client Features); a
+// 2026-07-28 host gets the upstream's input_required result as it is (see forward).
+func askHost() []client.Option {
+	elicit := func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		req, err := hostOf(ctx, "elicitation/create")
+		if err != nil {
+			return nil, err
+		}
+		return req.Elicit(ctx, p)
+	}
+	return []client.Option{
+		client.WithElicitation(elicit),
+		client.WithURLElicitation(elicit),
+		client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			req, err := hostOf(ctx, "sampling/createMessage")
+			if err != nil {
+				return nil, err
+			}
+			return req.CreateMessage(ctx, p)
+		}),
+		client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
+			req, err := hostOf(ctx, "roots/list")
+			if err != nil {
+				return nil, err
+			}
+			res, err := req.ListRoots(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return res.Roots, nil
+		}),
+	}
+}
+
+// passOn makes an upstream's result the gateway's: the ttlMs and cacheScope of a
+// cacheable result (resources/read) are left to the gateway's server (which says not to
+// reuse it; a task's ttlMs is the task's, and stays), the upstream's serverInfo is dropped
+// (the gateway's own goes in), and resultType stays only when it is not "complete" (a
+// 2026-07-28 input_required result), first, as the gateway's server expects it. Every
+// other member is kept as the upstream wrote it.
+func passOn(res json.RawMessage, modern, cacheable bool) json.RawMessage {
+	if !jsonrpc.IsObject(res) {
+		return res
+	}
+	out := make([]byte, 0, len(res)+16)
+	out = append(out, '{')
+	jsonrpc.EachMember(res, func(key, value []byte) bool {
+		switch string(key) {
+		case "ttlMs", "cacheScope":
+			if cacheable {
+				return true
+			}
+		case "resultType":
+			if modern && string(value) != `"complete"` {
+				rest := out[1:]
+				out = append(append(append([]byte(`{"resultType":`), value...), ','), rest...)
+			}
+			return true
+		case "_meta":
+			// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
+			// serverInfo names the server that answers).
+			if value = withoutMember(value, mcp.MetaServerInfo); string(value) == "{}" {
+				return true
+			}
+		}
+		out = appendMember(out, key, value)
+		return true
+	})
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
+	}
+	return append(out, '}')
+}
+
+// appendMember appends "key":value, to an object being written.
+func appendMember(out, key, value []byte) []byte {
+	out = jsonrpc.AppendString(out, string(key))
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, ',')
+}
+
+// withoutMember returns the object obj without its member key.
+func withoutMember(obj []byte, key string) []byte {
+	if jsonrpc.Field(obj, key) == nil {
+		return obj
+	}
+	out := []byte{'{'}
+	jsonrpc.EachMember(obj, func(k, v []byte) bool {
+		if string(k) != key {
+			out = appendMember(out, k, v)
+		}
+		return true
+	})
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
+	}
+	return append(out, '}')
+}
+
+// complete serves completion/complete: a prompt's arguments at the upstream that owns the
+// prompt, a template's at the upstream that listed it.
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	rt := g.routes.Load()
+	ref := req.Ref
+	var u *upstream
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := rt.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown prompt %q; prompts/list names the prompts", ref.Name)}
+		}
+		u, ref.Name = r.up, r.name
+	case "ref/resource":
+		if u = rt.templates[ref.URI]; u == nil {
+			u = rt.resourceOwner(ref.URI)
+		}
+		if u == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown resource or template %q", ref.URI)}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown completion reference type %q; want ref/prompt or ref/resource", ref.Type)}
+	}
+	c, err := u.ready()
+	if err != nil {
+		return nil, err
+	}
+	if jsonrpc.Field(c.Capabilities(), "completions") == nil {
+		return &mcp.CompleteResult{Values: []string{}}, nil // the upstream offers none
+	}
+	res, err := c.Complete(ctx, ref, req.Argument.Name, req.Argument.Value, req.Context)
+	if err != nil {
+		return nil, u.callError(ctx, "completion/complete", err)
+	}
+	return res, nil
+}
+
+// notFound is MCP's resource-not-found error: -32602 under 2026-07-28, -32002 before it
+// (MCP 2026-07-28, Server Features › Resources › Error Handling).
+func notFound(req *mcp.Request, uri string) *jsonrpc.Error {
+	code := int64(jsonrpc.CodeInvalidParams)
+	if !req.Stateless() {
+		code = -32002
+	}
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
+}
+
+func stringField(obj json.RawMessage, name string) (string, bool) {
+	var s string
+	err := json.Unmarshal(jsonrpc.Field(obj, name), &s)
+	return s, err == nil
+}
+
+func quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}

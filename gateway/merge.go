@@ -1,0 +1,299 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/yosida95/uritemplate/v3"
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/mcp"
+)
+
+// route is where an exposed tool or prompt name goes: an upstream, and its own name there.
+type route struct {
+	up   *upstream
+	name string
+}
+
+// routes is an immutable snapshot of the gateway's routing: every exposed name and URI of
+// the upstreams whose lists are known, up or not (a call to one that is restarting waits for
+// it; to one that is down, it gets an error naming it).
+type routes struct {
+	tools, prompts map[string]route
+	resources      map[string]*upstream // URI → the first upstream in config order to list it
+	templates      map[string]*upstream // URI template → the first to list it
+	matchers       []templateRoute      // the templates, in config order, to match URIs with
+}
+
+type templateRoute struct {
+	tmpl *uritemplate.Template
+	up   *upstream
+}
+
+// resourceOwner returns the upstream that serves uri: the first that listed it, or else
+// the first whose template matches it (nil: none).
+func (rt *routes) resourceOwner(uri string) *upstream {
+	if u := rt.resources[uri]; u != nil {
+		return u
+	}
+	for _, t := range rt.matchers {
+		if t.tmpl.Match(uri) != nil {
+			return t.up
+		}
+	}
+	return nil
+}
+
+// registered is what the gateway's mcp.Server lists now: each entry's definition, encoded.
+type registered struct {
+	tools, prompts, resources, templates map[string]string
+}
+
+// rebuild recomputes the routes from every upstream's lists, in config order, and brings
+// the mcp.Server's registry to the lists of the upstreams that are up: each entry added,
+// changed or removed is a list change, which the server tells the clients that listen.
+func (g *Gateway) rebuild() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rt := &routes{tools: map[string]route{}, prompts: map[string]route{},
+		resources: map[string]*upstream{}, templates: map[string]*upstream{}}
+	want := registered{tools: map[string]string{}, prompts: map[string]string{},
+		resources: map[string]string{}, templates: map[string]string{}}
+	tools := map[string]*mcp.Tool{}
+	prompts := map[string]*mcp.Prompt{}
+	resources := map[string]*mcp.Resource{}
+	templates := map[string]*mcp.ResourceTemplate{}
+	for _, u := range g.upstreams() {
+		l := u.lists()
+		if !l.known {
+			continue
+		}
+		for _, t := range l.tools {
+			if !u.cfg.Tools.Keeps(t.Name) {
+				continue
+			}
+			name := g.expose(rt.tools, u, "tool", t.Name)
+			rt.tools[name] = route{up: u, name: t.Name}
+			if l.up {
+				def := *t
+				def.Name = name
+				tools[name] = &def
+				want.tools[name] = encode(&def)
+			}
+		}
+		for _, p := range l.prompts {
+			if !u.cfg.Prompts.Keeps(p.Name) {
+				continue
+			}
+			name := g.expose(rt.prompts, u, "prompt", p.Name)
+			rt.prompts[name] = route{up: u, name: p.Name}
+			if l.up {
+				def := *p
+				def.Name = name
+				prompts[name] = &def
+				want.prompts[name] = encode(&def)
+			}
+		}
+		for _, r := range l.resources {
+			if first := rt.resources[r.URI]; first != nil && first != u {
+				g.once("uri "+r.URI, func() {
+					g.log.Warn("two upstreams list the same resource URI; the first in the configuration serves it",
+						zap.String("uri", r.URI), zap.String("served_by", first.cfg.Name), zap.String("ignored", u.cfg.Name))
+				})
+				continue
+			}
+			rt.resources[r.URI] = u
+			if l.up {
+				resources[r.URI] = r
+				want.resources[r.URI] = encode(r)
+			}
+		}
+		for _, t := range l.templates {
+			if first := rt.templates[t.URITemplate]; first != nil && first != u {
+				g.once("template "+t.URITemplate, func() {
+					g.log.Warn("two upstreams list the same resource template; the first in the configuration serves it",
+						zap.String("uri_template", t.URITemplate), zap.String("served_by", first.cfg.Name), zap.String("ignored", u.cfg.Name))
+				})
+				continue
+			}
+			tmpl, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				g.once("bad template "+u.cfg.Name+" "+t.URITemplate, func() {
+					g.log.Warn("an upstream lists a resource template that is not RFC 6570; it is left out",
+						zap.String("upstream", u.cfg.Name), zap.String("uri_template", t.URITemplate), zap.Error(err))
+				})
+				continue
+			}
+			rt.templates[t.URITemplate] = u
+			rt.matchers = append(rt.matchers, templateRoute{tmpl: tmpl, up: u})
+			if l.up {
+				templates[t.URITemplate] = t
+				want.templates[t.URITemplate] = encode(t)
+			}
+		}
+	}
+	g.routes.Store(rt)
+	g.srv.Batch(func() { g.sync(want, tools, prompts, resources, templates) })
+	g.srv.ResourceUpdated(StatusURI)
+	if g.opts.StateChanged != nil {
+		g.opts.StateChanged()
+	}
+}
+
+// expose returns the exposed name of an upstream's tool or prompt: ExposedName, or, when
+// that name is taken by an upstream earlier in the configuration, one with a hash suffix.
+// A name that is not the plain PREFIX+separator+NAME is logged once.
+func (g *Gateway) expose(taken map[string]route, u *upstream, kind, own string) string {
+	name, changed := ExposedName(u.cfg.Prefix, g.opts.Separator, own)
+	if prev, clash := taken[name]; clash && prev.up != u || clash && prev.name != own {
+		valid := name
+		name = distinctName(valid, u.cfg.Name+"\x00"+own)
+		g.once(kind+" clash "+u.cfg.Name+" "+own, func() {
+			g.log.Warn("two "+kind+"s would have the same exposed name; the later one in the configuration gets a hash suffix",
+				zap.String("upstream", u.cfg.Name), zap.String(kind, own), zap.String("exposed_as", name), zap.String("taken_by", prev.up.cfg.Name))
+		})
+		return name
+	}
+	if changed {
+		g.once(kind+" name "+u.cfg.Name+" "+own, func() {
+			g.log.Warn("a "+kind+" is exposed under another name than PREFIX"+g.opts.Separator+"NAME: hosts require ^[a-zA-Z0-9_-]{1,64}$",
+				zap.String("upstream", u.cfg.Name), zap.String(kind, own), zap.String("exposed_as", name))
+		})
+	}
+	return name
+}
+
+// once runs fn the first time key is seen (under g.mu).
+func (g *Gateway) once(key string, fn func()) {
+	if !g.logged[key] {
+		g.logged[key] = true
+		fn()
+	}
+}
+
+// sync brings the mcp.Server's registry to want: what is new or changed is added (under
+// g.mu), what is gone removed.
+func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[string]*mcp.Prompt,
+	resources map[string]*mcp.Resource, templates map[string]*mcp.ResourceTemplate) {
+	have := &g.registered
+	var gone []string
+	for name := range have.tools {
+		if _, ok := want.tools[name]; !ok {
+			gone = append(gone, name)
+			delete(have.tools, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.srv.RemoveTools(gone...)
+	}
+	for name, enc := range want.tools {
+		if have.tools[name] == enc {
+			continue
+		}
+		if err := g.addTool(tools[name]); err != nil {
+			g.once("bad tool "+name+enc, func() {
+				g.log.Warn("an upstream's tool cannot be served (its schema does not resolve); it is left out",
+					zap.String("tool", name), zap.Error(err))
+			})
+			if _, was := have.tools[name]; was {
+				g.srv.RemoveTools(name)
+				delete(have.tools, name)
+			}
+			continue
+		}
+		have.tools[name] = enc
+	}
+	gone = gone[:0]
+	for name := range have.prompts {
+		if _, ok := want.prompts[name]; !ok {
+			gone = append(gone, name)
+			delete(have.prompts, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.srv.RemovePrompts(gone...)
+	}
+	for name, enc := range want.prompts {
+		if have.prompts[name] != enc {
+			g.srv.AddPrompt(prompts[name], unreachablePrompt)
+			have.prompts[name] = enc
+		}
+	}
+	gone = gone[:0]
+	for uri := range have.resources {
+		if _, ok := want.resources[uri]; !ok {
+			gone = append(gone, uri)
+			delete(have.resources, uri)
+		}
+	}
+	if len(gone) > 0 {
+		g.srv.RemoveResources(gone...)
+	}
+	for uri, enc := range want.resources {
+		if have.resources[uri] != enc {
+			if err := catch(func() { g.srv.AddResource(resources[uri], unreachableResource) }); err != nil {
+				g.log.Warn("an upstream's resource cannot be served; it is left out", zap.String("uri", uri), zap.Error(err))
+				continue
+			}
+			have.resources[uri] = enc
+		}
+	}
+	for key := range have.templates {
+		if _, ok := want.templates[key]; !ok {
+			g.srv.RemoveResourceTemplates(key)
+			delete(have.templates, key)
+		}
+	}
+	for key, enc := range want.templates {
+		if have.templates[key] != enc {
+			if err := catch(func() { g.srv.AddResourceTemplate(templates[key], unreachableResource) }); err != nil {
+				g.log.Warn("an upstream's resource template cannot be served; it is left out", zap.String("uri_template", key), zap.Error(err))
+				continue
+			}
+			have.templates[key] = enc
+		}
+	}
+}
+
+// addTool registers a tool of an upstream under its exposed name. The mcp.Server lists it;
+// its calls never reach the handler, because the gateway's middleware passes every
+// tools/call on to the upstream raw, before the server would look the tool up.
+func (g *Gateway) addTool(t *mcp.Tool) error {
+	return catch(func() {
+		mcp.AddTool(g.srv, t, func(context.Context, *mcp.CallToolRequest, json.RawMessage) (*mcp.CallToolResult, error) {
+			return nil, errNotRouted
+		})
+	})
+}
+
+// errNotRouted would answer a call that reached the registry instead of the middleware: a
+// bug of the gateway's, said as such.
+var errNotRouted = fmt.Errorf("relay gateway: internal error: a call was not routed to its upstream; please report it")
+
+func unreachablePrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return nil, errNotRouted
+}
+
+func unreachableResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return nil, errNotRouted
+}
+
+// catch runs fn and returns the panic it raised, as an error: the mcp.Server panics on a
+// definition it cannot serve (a schema that does not resolve), which an upstream's list
+// may hold.
+func catch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+func encode(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/gateway"
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
+)
+
+type noteIn struct {
+	Text string `json:"text"`
+}
+
+// A remote upstream over Streamable HTTP ({"url", "headers"}): its tools are merged with a
+// local one's and its calls routed to it, and a URI both list is served by the first in
+// config order, with a warning.
+func TestGateway_RemoteUpstreamOverHTTP(t *testing.T) {
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "note", Description: "Returns its text, marked remote."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+			return mcp.TextResult("remote: " + in.Text), nil
+		})
+	remote.AddResource(&mcp.Resource{URI: "test://static-text", Name: "shadowed"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.URI, Text: "the remote's copy"}}}, nil
+	})
+	var seen sync.Map // the X-Relay-Test values the remote was sent
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(r.Header.Get("X-Relay-Test"), true)
+			h.ServeHTTP(w, r)
+		})
+	})
+	t.Setenv("RELAY_GATEWAY_TEST_TOKEN", "from-the-environment")
+	f := startGateway(t, config(
+		entry("everything", everythingBin(t), `"relay": {"prefix": "ev"}`),
+		fmt.Sprintf(`"far": {"url": "http://%s/mcp", "headers": {"X-Relay-Test": "token ${RELAY_GATEWAY_TEST_TOKEN}"}, "type": "http"}`, addr),
+	))
+	eachClient(t, f, func(t *testing.T, c *client.Client) {
+		if names := toolNames(t, c); !slices.Contains(names, "far__note") || !slices.Contains(names, "ev__test_simple_text") {
+			t.Errorf("tools/list: %v", names)
+		}
+		r, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "hi"})
+		if err != nil || text(r) != "remote: hi" {
+			t.Errorf("far__note: %q %v", text(r), err)
+		}
+		res, err := c.ReadResource(context.Background(), "test://static-text")
+		if err != nil || res.Contents[0].Text == "the remote's copy" {
+			t.Errorf("a URI two upstreams list is served by the first: %+v %v", res, err)
+		}
+	})
+	if _, ok := seen.Load("token from-the-environment"); !ok {
+		var got []any
+		seen.Range(func(k, _ any) bool { got = append(got, k); return true })
+		t.Errorf("the remote was sent X-Relay-Test %v, want the configured header with its variable expanded", got)
+	}
+	if f.logs.FilterMessageSnippet("same resource URI").Len() != 1 {
+		t.Errorf("the duplicate URI was not warned of once: %v", f.logs.All())
+	}
+}
+
+// httpServer serves an mcp.Server on addr until stop (or the test's end).
+type httpServer struct {
+	stop func()
+}
+
+// wrap, when given, wraps the MCP handler (to look at the requests).
+func serveAt(t *testing.T, addr string, s *mcp.Server, wrap func(http.Handler) http.Handler) *httpServer {
+	t.Helper()
+	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop()})
+	var handler http.Handler = h
+	if wrap != nil {
+		handler = wrap(h)
+	}
+	stopServing := serveServer(t, addr, &http.Server{Handler: handler})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			stopServing()
+			h.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return &httpServer{stop: stop}
+}
+
+// serveServer serves srv on addr until the returned stop (or the test's end), which closes
+// it at once: the server goes away as a crashed one would.
+func serveServer(t *testing.T, addr string, srv *http.Server) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { // ends with Close, below
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			srv.Close()
+			<-served
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// A remote upstream that goes away leaves the lists, with list_changed, and its calls get
+// an error that names it; once it is back at its URL, the gateway lists it again.
+func TestGateway_RemoteUpstreamGoesAwayAndComesBack(t *testing.T) {
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	addr := freeAddr(t)
+	first := serveAt(t, addr, remote, nil)
+	f := startGatewayWith(t, config(
+		entry("echo", echoBin(t), ""),
+		fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr),
+	), func(o *gateway.Options) { o.HealthEvery = 50 * time.Millisecond })
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	if names := toolNames(t, c); !slices.Contains(names, "far__note") {
+		t.Fatalf("before: %v", names)
+	}
+	first.stop()
+	waitForTools(t, c, "the remote's tools leave the list", func(names []string) bool {
+		return !slices.Contains(names, "far__note") && slices.Contains(names, "echo__echo")
+	})
+	_, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "x"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || !strings.Contains(je.Message, `"far"`) {
+		t.Errorf("a call to the remote that went away: %v, want an error naming it", err)
+	}
+	serveAt(t, addr, remote, nil)
+	waitForTools(t, c, "the remote's tools come back", func(names []string) bool { return slices.Contains(names, "far__note") })
+	if r, err := c.CallTool(context.Background(), "far__note", noteIn{Text: "back"}); err != nil || text(r) != "remote: back" {
+		t.Errorf("far__note once back: %q %v", text(r), err)
+	}
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// An upstream that answers but cannot list its tools is down with why, its connection kept;
+// at the next health check it is listed again.
+func TestGateway_UpstreamThatCannotListIsDownUntilItCan(t *testing.T) {
+	var lists atomic.Int32
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, &mcp.ServerOptions{
+		Middleware: []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, req *mcp.Request) (any, error) {
+				if req.Method() == "tools/list" && lists.Add(1) == 1 {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool index is not ready"}
+				}
+				return next(ctx, req)
+			}
+		}}})
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, nil)
+	changed := make(chan struct{}, 1)
+	f := startGatewayWith(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)),
+		func(o *gateway.Options) {
+			o.HealthEvery = 50 * time.Millisecond
+			o.StateChanged = func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		})
+	if st := f.g.Status(); st[0].State != "down" || !strings.Contains(st[0].LastError, "the tool index is not ready") {
+		t.Errorf("status after a failed tools/list: %+v", st[0])
+	}
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for f.g.Status()[0].State != "up" {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("never listed again: %+v", f.g.Status())
+		}
+	}
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	if names := toolNames(t, c); !slices.Contains(names, "far__note") {
+		t.Errorf("tools once listed: %v", names)
+	}
+}
