@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/internal/filewatch"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
@@ -296,11 +297,11 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 	defer health.Stop()
 	// "restart": {"watch": PATH}: a change of the file upgrades the child without downtime.
 	var watchTick <-chan time.Time
-	watched := ""
+	var watched *filewatch.File
 	if u.cfg.Restart.Watch != "" && u.supervised != nil {
 		w := time.NewTicker(watchEvery)
 		defer w.Stop()
-		watchTick, watched = w.C, fileStamp(u.cfg.Restart.Watch)
+		watchTick, watched = w.C, filewatch.New(u.cfg.Restart.Watch)
 	}
 	var relisten <-chan time.Time
 	for {
@@ -325,8 +326,7 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 		case <-health.C:
 			u.probe.Store(true)
 		case <-watchTick:
-			if now := fileStamp(u.cfg.Restart.Watch); now != watched && now != "" {
-				watched = now
+			if watched.Look() {
 				u.log.Info("the watched file changed: upgrading the child", zap.String("watch", u.cfg.Restart.Watch))
 				if err := u.supervised.Upgrade(ctx, "relay gateway: "+u.cfg.Restart.Watch+" changed"); err != nil && ctx.Err() == nil {
 					u.log.Error("the upgrade failed; the old child still serves", zap.Error(err))
@@ -391,16 +391,6 @@ func subscribes(c *client.Client) bool {
 
 // watchEvery is how often a watched file ("restart": {"watch"}) is looked at.
 const watchEvery = time.Second
-
-// fileStamp says what a file is now (its size and modification time), "" when it cannot
-// be read.
-func fileStamp(path string) string {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
-}
 
 // check asks the upstream whether it answers (ping, or server/discover under
 // 2026-07-28); an answer, even an error, is a server that answers. One that answers after

@@ -21,6 +21,7 @@ import (
 
 	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/filewatch"
 	"github.com/relayrt/relay/mcp/client"
 	"github.com/relayrt/relay/stdio"
 )
@@ -120,7 +121,10 @@ func runGateway(args []string) int {
 	// SIGHUP reloads FILE from now on (it waits in hup until the watcher runs): it never
 	// ends relay, not even while the servers start.
 	hup := make(chan os.Signal, 1)
-	defer notifyReload(hup)()
+	if len(upgradeSignals) > 0 { // none outside Unix (Notify with none would relay every signal)
+		signal.Notify(hup, upgradeSignals...)
+		defer signal.Stop(hup)
+	}
 	ops := httpx.NewOps(nil)
 	ops.SetReady(false)
 	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
@@ -195,25 +199,16 @@ func watchConfig(ctx context.Context, path string, interval time.Duration, hup <
 		defer t.Stop()
 		tick = t.C
 	}
-	stamp := func() string {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return ""
-		}
-		return fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
-	}
-	seen := stamp()
+	file := filewatch.New(path)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 		case <-tick:
-			now := stamp()
-			if now == seen || now == "" {
+			if !file.Look() {
 				continue
 			}
-			seen = now
 		}
 		data, err := os.ReadFile(path)
 		if err == nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/internal/filewatch"
 )
 
 // watchEvery is how often --watch looks at its file. A change is acted on once the file has
@@ -71,37 +73,20 @@ func upgradeOn(ctx context.Context, upgrade func(ctx context.Context, reason str
 	return func() { cancel(); wg.Wait() }
 }
 
-// watchFile calls changed each time the file at path has changed (its size, time or
-// identity) and then stayed the same for one look, until ctx ends.
+// watchFile calls changed each time the file at path has changed and then stayed the same
+// for one more look (see filewatch), until ctx ends.
 func watchFile(ctx context.Context, path string, changed func()) {
-	last, _ := os.Stat(path)
-	var seen os.FileInfo // a change, waiting to stay the same
+	f := filewatch.New(path)
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
+			if f.Look() {
+				changed()
+			}
 		case <-ctx.Done():
 			return
 		}
-		now, err := os.Stat(path)
-		if err != nil { // being replaced: look again
-			seen = nil
-			continue
-		}
-		switch {
-		case sameFile(now, last):
-			seen = nil
-		case seen != nil && sameFile(now, seen):
-			last, seen = now, nil
-			changed()
-		default:
-			seen = now
-		}
 	}
-}
-
-// sameFile reports whether two looks at a path saw the same file, unchanged.
-func sameFile(a, b os.FileInfo) bool {
-	return a != nil && b != nil && os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode()
 }
