@@ -19,6 +19,7 @@ import (
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
+	"github.com/relayrt/relay/telemetry"
 )
 
 // Options tunes a Gateway. The zero value is ready to use.
@@ -40,6 +41,11 @@ type Options struct {
 	// HTTPClient makes the requests to remote upstreams (default: a client of each
 	// transport's own).
 	HTTPClient *http.Client
+	// Telemetry, when not nil, gives each request passed on to an upstream a client span, a
+	// child of the request's own span, whose trace context the upstream gets in
+	// _meta.traceparent, records mcp.client.operation.duration, and makes a span for each
+	// restart and upgrade of a local upstream's child (see package telemetry).
+	Telemetry *telemetry.Telemetry
 	// StateChanged, when set, is called after an upstream came up, went down or changed its
 	// lists (from the gateway's goroutines: it must return quickly). Status says the new
 	// state; a --listen gateway sets /readyz from Ready.
@@ -341,7 +347,15 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 			opts = append(opts, client.ReturnTask())
 		}
 	}
-	res, err := c.Call(withHost(ctx, req), req.Method(), params, opts...)
+	callCtx, traced, end := g.opts.Telemetry.StartCall(withHost(ctx, req), req.Method(), params)
+	if meta := jsonrpc.Field(traced, "_meta"); meta != nil {
+		var tp, ts string
+		json.Unmarshal(jsonrpc.Field(meta, "traceparent"), &tp)
+		json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &ts)
+		opts = append(opts, client.WithTraceContext(tp, ts))
+	}
+	res, err := c.Call(callCtx, req.Method(), params, opts...)
+	end(err)
 	if err != nil {
 		return nil, u.callError(ctx, req.Method(), err)
 	}

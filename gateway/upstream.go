@@ -242,7 +242,7 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 		}
 		opts := u.cfg.Restart.Proxy
 		opts.Logger = u.log
-		opts.Observer = (*observer)(u)
+		opts.Observer = &observer{u: u, spans: u.g.opts.Telemetry.Children(u.cfg.Name)}
 		st := &client.SupervisedTransport{Spec: spec, Options: &opts}
 		u.supervised = st
 		t = st
@@ -508,42 +508,56 @@ func collect[T any](seq func(yield func(T, error) bool)) ([]T, error) {
 }
 
 // observer is what the supervised child's proxy tells the upstream: a child started, or is
-// being restarted. It runs on the proxy's actor, so it only counts and wakes.
-type observer upstream
+// being restarted or upgraded. It runs on the proxy's actor, so it only counts and wakes;
+// spans, when telemetry is on, makes the child's restart and upgrade spans. One per proxy.
+type observer struct {
+	u     *upstream
+	spans supervise.Observer
+}
 
 func (o *observer) Request(_ string, params json.RawMessage) (json.RawMessage, supervise.Call) {
 	return params, nil
 }
 
-func (o *observer) Restarting(string, int) {
-	u := (*upstream)(o)
-	u.restarts.Add(1)
-	u.signal(0)
+func (o *observer) Restarting(exit string, restarts int) {
+	o.u.restarts.Add(1)
+	o.u.signal(0)
+	if o.spans != nil {
+		o.spans.Restarting(exit, restarts)
+	}
 }
 
 func (o *observer) Started() {
-	u := (*upstream)(o)
-	u.starts.Add(1)
-	u.signal(changedAll)
+	o.u.starts.Add(1)
+	o.u.signal(changedAll)
+	if o.spans != nil {
+		o.spans.Started()
+	}
 }
 
 // Stopped: the supervisor gave up (err), or the proxy ended. The connection closes with it;
 // the actor finds out at once.
 func (o *observer) Stopped(err error) {
-	u := (*upstream)(o)
 	if err != nil {
-		u.lost.Store(true)
+		o.u.lost.Store(true)
 	}
-	u.signal(0)
+	o.u.signal(0)
+	if o.spans != nil {
+		o.spans.Stopped(err)
+	}
 }
 
 // Upgrade: a new child takes the old one's place (supervise's zero-downtime upgrade); once
 // it serves, its lists may differ, and are read again.
-func (o *observer) Upgrade(string) func(error) {
-	u := (*upstream)(o)
+func (o *observer) Upgrade(reason string) func(error) {
+	end := func(error) {}
+	if o.spans != nil {
+		end = o.spans.Upgrade(reason)
+	}
 	return func(err error) {
+		end(err)
 		if err == nil {
-			u.signal(changedAll)
+			o.u.signal(changedAll)
 		}
 	}
 }

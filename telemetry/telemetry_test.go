@@ -26,10 +26,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/relayrt/relay/bridge"
+	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/mcp/client"
 	"github.com/relayrt/relay/rcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/supervise"
@@ -593,3 +595,99 @@ func TestSpansThroughSupervise(t *testing.T) {
 
 // jsonObject makes the members of a JSON object into one, for params.
 func jsonObject(members string) json.RawMessage { return json.RawMessage("{" + members + "}") }
+
+// TestSpansThroughTheGateway: a request through relay gateway's core to a supervised
+// examples/echo is one trace: the gateway's server span under the caller's, its client span
+// under that, the child's server span under the client span; and an upgrade of the child is a
+// span "upgrade" naming the server.
+func TestSpansThroughTheGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts child processes")
+	}
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100") // ms: spans are exported while the test waits for them
+	r, tel := newTelemetry(t, "relay-gateway")
+	bin := buildEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := gateway.ParseConfig([]byte(fmt.Sprintf(`{"mcpServers":{"echo":{"command":%q,"env":{"OTEL_SERVICE_NAME":"echo-child"},`+
+		`"relay":{"restart":{"watch":%q}}}}}`, bin, bin)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(ctx, cfg, &gateway.Options{Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Started(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Connect(ctx, &client.MemoryTransport{Server: g.Server().Runtime(tel.Option(telemetry.MCP))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CallTool(ctx, "echo__echo", map[string]string{"text": "hi"},
+		client.WithTraceContext("00-"+callerTrace+"-"+callerSpan+"-01", ""))
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("through the gateway: %v %v", res, err)
+	}
+	// The watched file changes: the child is upgraded without downtime.
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(bin, later, later)
+	deadline := time.Now().Add(20 * time.Second)
+	for !r.has("upgrade") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.Close()
+	if err := g.Close(); err != nil { // the children exit on EOF, flushing their spans
+		t.Errorf("Close: %v", err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	r.mu.Lock()
+	var server, clientSpan, child *tracepb.Span
+	for _, s := range r.spans {
+		if s.Name != "tools/call echo__echo" && s.Name != "tools/call echo" {
+			continue
+		}
+		switch {
+		case s.Kind == tracepb.Span_SPAN_KIND_CLIENT:
+			clientSpan = s
+		case hex.EncodeToString(s.ParentSpanId) == callerSpan:
+			server = s
+		default:
+			child = s
+		}
+	}
+	r.mu.Unlock()
+	if server == nil || clientSpan == nil || child == nil {
+		t.Fatalf("spans: gateway server %v, client %v, child %v; want all three", server != nil, clientSpan != nil, child != nil)
+	}
+	for _, s := range []*tracepb.Span{server, clientSpan, child} {
+		if got := hex.EncodeToString(s.TraceId); got != callerTrace {
+			t.Errorf("a %v span (%s) in trace %s, want the caller's %s", s.Kind, s.Name, got, callerTrace)
+		}
+	}
+	if !bytes.Equal(clientSpan.ParentSpanId, server.SpanId) {
+		t.Error("the gateway's client span is not its server span's child")
+	}
+	if !bytes.Equal(child.ParentSpanId, clientSpan.SpanId) {
+		t.Error("the child's server span is not the gateway's client span's child")
+	}
+	if a := attrs(r.span(t, "upgrade")); a["relay.child.name"] != "echo" {
+		t.Errorf("the upgrade span's attributes: %v", a)
+	}
+}
+
+// has reports whether a span with this name has been received.
+func (r *receiver) has(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.spans {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}

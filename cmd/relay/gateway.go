@@ -23,7 +23,9 @@ import (
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/internal/filewatch"
 	"github.com/relayrt/relay/mcp/client"
+	relayrt "github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
+	"github.com/relayrt/relay/telemetry"
 )
 
 const gatewayUsage = `Usage: relay gateway --config FILE [--listen ADDR] [flags]
@@ -64,8 +66,10 @@ request it answers; tasks follow their id to the server that runs them. The reso
 relay-gateway://status says each server's state, restarts and last error; relay gateway
 --status URL prints it for a gateway serving at URL. A remote server's "headers" and
 "oauth" clientSecret may name environment variables (${VAR}); "oauth" uses the client
-credentials grant (relay has no browser to send a user to). Not yet: an upstream's task
-notifications on listen streams.
+credentials grant (relay has no browser to send a user to). The standard OTEL_* variables
+turn on OpenTelemetry: a server span per request, a client span per request passed on to a
+server (which gets its trace context in _meta.traceparent), and a span per restart and
+upgrade of a server's child. Not yet: an upstream's task notifications on listen streams.
 
 Flags:
 `
@@ -125,10 +129,16 @@ func runGateway(args []string) int {
 		signal.Notify(hup, upgradeSignals...)
 		defer signal.Stop(hup)
 	}
+	tel, err := telemetry.FromEnv(ctx, "relay-gateway")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	defer tel.Shutdown(context.Background())
 	ops := httpx.NewOps(nil)
 	ops.SetReady(false)
 	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
-	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr,
+	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr, Telemetry: tel,
 		StateChanged: func() {
 			if g := ready.Load(); g != nil {
 				ops.SetReady(g.Ready())
@@ -159,13 +169,13 @@ func runGateway(args []string) int {
 	g.Started(sctx)
 	cancel()
 	if *listen == "" {
-		if err := stdio.ServeStdio(ctx, g.Server().Runtime()); err != nil {
+		if err := stdio.ServeStdio(ctx, g.Server().Runtime(tel.Option(telemetry.MCP))); err != nil {
 			log.Error("relay gateway is exiting", zap.Error(err))
 			return 1
 		}
 		return 0
 	}
-	opts := &httpx.MCPOptions{Ops: ops, Logger: log}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)}}
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}

@@ -134,6 +134,14 @@ type callOptions struct {
 	returnInput bool
 	returnTask  bool
 	clientCaps  json.RawMessage
+	trace       [2]string // traceparent, tracestate
+}
+
+// WithTraceContext carries a W3C trace context in the request's _meta (traceparent and,
+// when not empty, tracestate), so that the server's span of the call joins the caller's
+// trace (the MCP semantic conventions of OpenTelemetry). An empty traceparent adds nothing.
+func WithTraceContext(traceparent, tracestate string) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.trace = [2]string{traceparent, tracestate} })
 }
 
 // ReturnTask makes Call return a tools/call that the server runs as a task as the task's
@@ -301,6 +309,11 @@ func (c *Client) send(ctx context.Context, r request, params map[string]any, co 
 		if co.progress != nil {
 			meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
 		}
+		for i, k := range [2]string{"traceparent", "tracestate"} {
+			if co.trace[0] != "" && co.trace[i] != "" {
+				meta[k] = co.trace[i]
+			}
+		}
 		wire := make(map[string]any, len(params)+1)
 		for k, v := range params {
 			wire[k] = v
@@ -384,6 +397,14 @@ func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrp
 		}
 		dst = jsonrpc.AppendString(dst, mcp.MetaProgressToken)
 		dst = append(append(dst, ':'), id...) // unique: the request's own id
+	}
+	for i, k := range [2]string{"traceparent", "tracestate"} {
+		if co.trace[0] != "" && co.trace[i] != "" {
+			if len(dst) > 1 {
+				dst = append(dst, ',')
+			}
+			dst = jsonrpc.AppendString(append(jsonrpc.AppendString(dst, k), ':'), co.trace[i])
+		}
 	}
 	return append(dst, '}')
 }
