@@ -515,7 +515,10 @@ type observer struct {
 	spans supervise.Observer
 }
 
-func (o *observer) Request(_ string, params json.RawMessage) (json.RawMessage, supervise.Call) {
+func (o *observer) Request(method string, params json.RawMessage) (json.RawMessage, supervise.Call) {
+	if o.spans != nil {
+		return o.spans.Request(method, params) // a span per replay, under the call's
+	}
 	return params, nil
 }
 

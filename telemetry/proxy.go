@@ -28,8 +28,9 @@ func (t *Telemetry) Proxy() supervise.Observer {
 }
 
 // Children returns an Observer for a proxy whose requests already have client spans of their
-// own (relay bridge makes them itself): only the spans "restart" and "upgrade" of the child
-// named name. Each proxy needs an Observer of its own. With t nil it returns nil.
+// own (relay bridge and relay gateway make them themselves): the spans "restart" and
+// "upgrade" of the child named name, and a span "replayed" under a request's span (the one
+// its _meta.traceparent names) each time it is sent again to a new child. Each proxy needs an Observer of its own. With t nil it returns nil.
 func (t *Telemetry) Children(name string) supervise.Observer {
 	if t == nil {
 		return nil
@@ -47,7 +48,12 @@ type proxyObserver struct {
 
 func (o *proxyObserver) Request(method string, params json.RawMessage) (json.RawMessage, supervise.Call) {
 	if !o.calls {
-		return params, nil
+		if o.t.tracer == nil {
+			return params, nil
+		}
+		// The request's client span is its sender's: a replay is a span of its own under it.
+		parent := o.t.prop.Extract(context.Background(), carrier{meta: jsonrpc.Field(params, "_meta"), ctx: context.Background()})
+		return params, &replayCall{o: o, parent: parent}
 	}
 	ctx := context.Background()
 	if o.t.tracer != nil {
@@ -109,6 +115,23 @@ func (o *proxyObserver) attrs() []attribute.KeyValue {
 	}
 	return []attribute.KeyValue{o.child}
 }
+
+// replayCall follows a request whose client span another made (relay bridge, relay gateway):
+// each replay is a span "replayed" under the span named in the request's _meta.
+type replayCall struct {
+	o       *proxyObserver
+	parent  context.Context
+	replays int
+}
+
+func (c *replayCall) Replayed() {
+	c.replays++
+	_, span := c.o.t.tracer.Start(c.parent, "replayed", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.Int("relay.replay", c.replays)), trace.WithAttributes(c.o.attrs()...))
+	span.End()
+}
+
+func (c *replayCall) Ended(*jsonrpc.Error, bool) {}
 
 // proxyCall is one request's client span.
 type proxyCall struct {

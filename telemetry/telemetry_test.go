@@ -691,3 +691,52 @@ func (r *receiver) has(name string) bool {
 	}
 	return false
 }
+
+// TestReplaySpansOfAProxyWhoseCallerMadeTheSpans: with Telemetry.Children (relay bridge's and
+// relay gateway's proxies, whose requests already have client spans), a request sent again
+// to a new child is a span "replayed" under the span its _meta names, and the restart a span
+// naming the child.
+func TestReplaySpansOfAProxyWhoseCallerMadeTheSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts child processes")
+	}
+	r, tel := newTelemetry(t, "relay-bridge")
+	bin := buildEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sup := supervise.New(supervise.Spec{Unlimited: true, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		Command: supervise.Command{Path: bin, Name: "echo"}, Child: supervise.ChildOptions{StopWait: 200 * time.Millisecond}})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	host := hosttest.New(t, "the proxy", inW, outR)
+	proxied := make(chan error, 1)
+	go func() {
+		proxied <- supervise.Proxy(ctx, sup, inR, outW, &supervise.ProxyOptions{Observer: tel.Children("echo#0")})
+		outW.Close()
+	}()
+	_, slept := host.Send("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500},
+		"_meta": jsonObject(modernMeta + `,"traceparent":"00-` + callerTrace + `-` + callerSpan + `-01"`)})
+	host.Call("ping", nil) // stdin is ordered: the sleep is in the child now
+	sup.Restart("the test restarts the child while a call is in flight")
+	if r, ok := host.Wait(slept, 30*time.Second); !ok || r.Error != nil {
+		t.Fatalf("the sleep, replayed on the new child: %v (answered %v)", r, ok)
+	}
+	inW.Close()
+	if err := <-proxied; err != nil {
+		t.Errorf("Proxy = %v", err)
+	}
+	<-host.Done()
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	replayed := r.span(t, "replayed")
+	if hex.EncodeToString(replayed.TraceId) != callerTrace || hex.EncodeToString(replayed.ParentSpanId) != callerSpan {
+		t.Errorf("the replay span: trace %x parent %x, want the caller's %s under %s", replayed.TraceId, replayed.ParentSpanId, callerTrace, callerSpan)
+	}
+	if a := attrs(replayed); a["relay.child.name"] != "echo#0" {
+		t.Errorf("the replay span's attributes: %v", a)
+	}
+	if a := attrs(r.span(t, "restart")); a["relay.child.name"] != "echo#0" {
+		t.Errorf("the restart span's attributes: %v", a)
+	}
+}
