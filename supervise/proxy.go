@@ -496,7 +496,7 @@ func (p *proxy) event(e Event) {
 		if e.Child != nil && e.Child != p.child {
 			return // an upgraded-away child: its forwarder tells its end
 		}
-		p.abortUpgrade("the child exited during the upgrade, which starts again once it has restarted")
+		p.retryUpgrade("the child exited during the upgrade, which starts again once it has restarted")
 		if p.childOut != nil { // answers written before the exit are still buffered: deliver them
 			for f := range p.childOut {
 				p.fromChild(f)
@@ -842,9 +842,10 @@ func (p *proxy) fromHost(f []byte) {
 // remember keeps what a new child must be told again: the handshake and the state it set.
 func (p *proxy) remember(m jsonrpc.Message) {
 	rules := &p.proto.rules
+	state := true // the host sets state that a new child must be told
 	switch {
 	case is(m.Method, rules.Handshake):
-		p.initParams = m.Params
+		p.initParams, state = m.Params, false
 	case p.proto.restate[m.Method]:
 		p.restate[m.Method] = m.Params
 	case is(m.Method, rules.Subscribe), is(m.Method, rules.Unsubscribe):
@@ -855,9 +856,10 @@ func (p *proxy) remember(m jsonrpc.Message) {
 		} else {
 			delete(p.subscribed, key)
 		}
+	default:
+		state = false
 	}
-	if p.up != nil && p.up.restored && !is(m.Method, rules.Handshake) &&
-		(p.proto.restate[m.Method] || is(m.Method, rules.Subscribe) || is(m.Method, rules.Unsubscribe)) {
+	if state && p.up != nil && p.up.restored {
 		p.upAsk(p.up.child, m.Method, m.Params, nil) // the new child is past its restore: tell it too
 	}
 	if p.modernMeta == nil && rules.VersionKey != "" { // the first such _meta serves the probes; no need to scan every request

@@ -249,10 +249,7 @@ func (p *proxy) era() [3]string {
 // again.
 func (p *proxy) promote(u *upgrading) {
 	if u.era != p.era() {
-		asked := u.asked
-		u.asked = nil
-		p.upgradeFailed(errors.New("the host opened its session during the upgrade, which starts again"))
-		p.upAgain = append(asked, p.upAgain...)
+		p.retryUpgrade("the host opened its session during the upgrade, which starts again")
 		return
 	}
 	p.up = nil
@@ -329,9 +326,10 @@ func (p *proxy) upgradeFailed(err error) {
 	}
 }
 
-// abortUpgrade ends the upgrade under way because the child serving has died, and asks for
-// it again: it starts over once the restart has brought a new child up.
-func (p *proxy) abortUpgrade(why string) {
+// retryUpgrade ends the upgrade under way, and asks for it again: the child serving has died
+// (it starts over once the restart has brought a new child up), or the host opened its
+// session meanwhile.
+func (p *proxy) retryUpgrade(why string) {
 	if p.up == nil {
 		return
 	}
