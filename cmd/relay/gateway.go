@@ -17,11 +17,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
-	"github.com/relayrt/relay/internal/filewatch"
 	"github.com/relayrt/relay/mcp/client"
 	relayrt "github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
@@ -108,27 +106,13 @@ func runGateway(args []string) int {
 		fmt.Fprintf(os.Stderr, "relay gateway: %s: %v\n", *config, err)
 		return 2
 	}
-	level := zapcore.WarnLevel
-	if *verbose {
-		level = zapcore.InfoLevel
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	errOut := zapcore.Lock(os.Stderr) // relay's log and the children's stderr never mix
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
-	var childErr io.Writer = errOut
-	if *quietChild {
-		childErr = io.Discard
-	}
+	log, childErr := childLog(*verbose, *quietChild)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	// SIGHUP reloads FILE from now on (it waits in hup until the watcher runs): it never
 	// ends relay, not even while the servers start.
-	hup := make(chan os.Signal, 1)
-	if len(upgradeSignals) > 0 { // none outside Unix (Notify with none would relay every signal)
-		signal.Notify(hup, upgradeSignals...)
-		defer signal.Stop(hup)
-	}
+	hup, stopHup := hangups()
+	defer stopHup()
 	tel, err := telemetry.FromEnv(ctx, "relay-gateway")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay gateway:", err)
@@ -156,13 +140,8 @@ func runGateway(args []string) int {
 	defer g.Close()
 	// SIGHUP, or a change of FILE, reloads it: the servers added, removed or changed start
 	// and stop one by one, and the host stays connected.
-	watchCtx, stopWatching := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() { // ends with watchCtx, before g is closed
-		defer close(watched)
-		watchConfig(watchCtx, *config, *reloadEvery, hup, g, log)
-	}()
-	defer func() { stopWatching(); <-watched }()
+	stopReloads := askedOn(ctx, hup, *config, *reloadEvery, func(context.Context, string) { reloadConfig(*config, g, log) })
+	defer stopReloads() // before g is closed
 	// Served once every server has started or failed to (a minute at most): hosts list the
 	// tools right after their handshake, and some never heed list_changed.
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -198,38 +177,18 @@ func runGateway(args []string) int {
 	return 0
 }
 
-// watchConfig reloads the gateway's configuration from path at each signal on hup (SIGHUP)
-// and, every interval (0: never), when the file's size or modification time has changed,
-// until ctx ends. A file that cannot be read or is not a valid configuration is logged, and the
-// gateway keeps the configuration it has.
-func watchConfig(ctx context.Context, path string, interval time.Duration, hup <-chan os.Signal, g *gateway.Gateway, log *zap.Logger) {
-	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
+// reloadConfig reloads the gateway's configuration from path. A file that cannot be read or
+// is not a valid configuration is logged, and the gateway keeps the configuration it has.
+func reloadConfig(path string, g *gateway.Gateway, log *zap.Logger) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		var cfg *gateway.Config
+		if cfg, err = gateway.ParseConfig(data); err == nil {
+			err = g.Reload(cfg)
+		}
 	}
-	file := filewatch.New(path)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-		case <-tick:
-			if !file.Look() {
-				continue
-			}
-		}
-		data, err := os.ReadFile(path)
-		if err == nil {
-			var cfg *gateway.Config
-			if cfg, err = gateway.ParseConfig(data); err == nil {
-				err = g.Reload(cfg)
-			}
-		}
-		if err != nil {
-			log.Error("relay gateway cannot reload its configuration; it keeps the one it has", zap.String("config", path), zap.Error(err))
-		}
+	if err != nil {
+		log.Error("relay gateway cannot reload its configuration; it keeps the one it has", zap.String("config", path), zap.Error(err))
 	}
 }
 

@@ -110,19 +110,7 @@ func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOpt
 	default:
 		return spec, none, nil, fmt.Errorf("-replay %q: want safe, annotated or none", *f.replay)
 	}
-	level := zapcore.WarnLevel
-	if *f.verbose {
-		level = zapcore.InfoLevel
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	// relay's log and its children's stderr share one lock, so that their lines never mix.
-	errOut := zapcore.Lock(os.Stderr)
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
-	var childErr io.Writer = errOut
-	if *f.quietChild {
-		childErr = io.Discard
-	}
+	log, childErr := childLog(*f.verbose, *f.quietChild)
 	spec.Child = supervise.ChildOptions{StopWait: *f.stopWait, Logger: log, Stderr: childErr}
 	proto := supervise.ProtocolOf(mcp.Rules())
 	if *f.rcp {
@@ -130,6 +118,24 @@ func (f *childFlags) build(cmdArgs []string) (supervise.Spec, supervise.ProxyOpt
 	}
 	return spec, supervise.ProxyOptions{Replay: supervise.Replay(*f.replay), ProbeAfter: *f.probe,
 		Timeout: *f.timeout, Drain: *f.drain, Protocol: proto, Logger: log}, log, nil
+}
+
+// childLog returns relay's log (JSON on stderr, warnings and above unless verbose) and where
+// children's stderr goes: stderr too, under the same lock, so that their lines never mix,
+// or nowhere when quiet.
+func childLog(verbose, quiet bool) (*zap.Logger, io.Writer) {
+	level := zapcore.WarnLevel
+	if verbose {
+		level = zapcore.InfoLevel
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	errOut := zapcore.Lock(os.Stderr)
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), errOut, level))
+	if quiet {
+		return log, io.Discard
+	}
+	return log, errOut
 }
 
 func runSupervise(args []string) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,77 +15,62 @@ import (
 // stayed the same for one more look: an editor or a build may write it in several steps.
 const watchEvery = 250 * time.Millisecond
 
-// upgradeOn calls upgrade on each upgrade signal (SIGHUP, on Unix) and, when watch is set,
-// each time the file it names changes (on every OS: it is looked at, not notified), one
-// upgrade at a time: those asked for meanwhile become one more. It runs until ctx ends;
-// the returned stop ends it and waits for it.
-func upgradeOn(ctx context.Context, upgrade func(ctx context.Context, reason string) error, watch string, log *zap.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	asked := make(chan string, 1)
-	ask := func(reason string) {
-		select {
-		case asked <- reason:
-		default: // one is waiting already: it will see the newest file
-		}
+// hangups catches the upgrade signals (SIGHUP, on Unix; none elsewhere) from now on, for
+// askedOn, so that one never ends relay; stop lets them go.
+func hangups() (hup <-chan os.Signal, stop func()) {
+	c := make(chan os.Signal, 1)
+	if len(upgradeSignals) == 0 { // signal.Notify with no signal would relay every one
+		return c, func() {}
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // the upgrader: one upgrade at a time
-		defer wg.Done()
+	signal.Notify(c, upgradeSignals...)
+	return c, func() { signal.Stop(c) }
+}
+
+// askedOn calls do for each signal on hup and, when path is set and every positive, each
+// time the file at path changes (looked at every that long; see filewatch), one at a time:
+// a signal or a change that comes meanwhile is acted on once after it. It runs until ctx
+// ends; the returned stop ends it and waits for it.
+func askedOn(ctx context.Context, hup <-chan os.Signal, path string, every time.Duration, do func(ctx context.Context, reason string)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var tick <-chan time.Time
+		var file *filewatch.File
+		if path != "" && every > 0 {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			tick, file = t.C, filewatch.New(path)
+		}
 		for {
+			var reason string
 			select {
-			case reason := <-asked:
-				if err := upgrade(ctx, reason); err != nil && ctx.Err() == nil {
-					log.Error("upgrade failed", zap.String("reason", reason), zap.Error(err))
-				} else if err == nil {
-					log.Info("upgraded", zap.String("reason", reason))
+			case s := <-hup:
+				reason = s.String()
+			case <-tick:
+				if !file.Look() {
+					continue
 				}
+				reason = path + " changed"
 			case <-ctx.Done():
 				return
 			}
+			do(ctx, reason)
 		}
 	}()
-	if len(upgradeSignals) > 0 {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, upgradeSignals...)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer signal.Stop(sig)
-			for {
-				select {
-				case s := <-sig:
-					ask(s.String())
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	if watch != "" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			watchFile(ctx, watch, func() { ask("--watch: " + watch + " changed") })
-		}()
-	}
-	return func() { cancel(); wg.Wait() }
+	return func() { cancel(); <-done }
 }
 
-// watchFile calls changed each time the file at path has changed and then stayed the same
-// for one more look (see filewatch), until ctx ends.
-func watchFile(ctx context.Context, path string, changed func()) {
-	f := filewatch.New(path)
-	tick := time.NewTicker(watchEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			if f.Look() {
-				changed()
-			}
-		case <-ctx.Done():
-			return
+// upgradeOn upgrades on each upgrade signal and, when watch is set, each change of the file
+// it names (see askedOn), logging each outcome; stop ends it and waits for it.
+func upgradeOn(ctx context.Context, upgrade func(ctx context.Context, reason string) error, watch string, log *zap.Logger) (stop func()) {
+	hup, stopHup := hangups()
+	stopAsks := askedOn(ctx, hup, watch, watchEvery, func(ctx context.Context, reason string) {
+		if err := upgrade(ctx, reason); err != nil && ctx.Err() == nil {
+			log.Error("upgrade failed", zap.String("reason", reason), zap.Error(err))
+		} else if err == nil {
+			log.Info("upgraded", zap.String("reason", reason))
 		}
-	}
+	})
+	return func() { stopAsks(); stopHup() }
 }
