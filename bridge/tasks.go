@@ -65,9 +65,7 @@ func errNoTask(raw json.RawMessage) *jsonrpc.Error {
 // declaresTasks reports whether a 2026-07-28 request declares the tasks extension in its
 // _meta's client capabilities.
 func declaresTasks(params json.RawMessage) bool {
-	caps := jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaClientCapabilities)
-	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), mcp.ExtensionTasks)
-	return v != nil && string(v) != "null" && string(v) != "false"
+	return mcp.HasExtension(jsonrpc.Field(jsonrpc.Field(params, "_meta"), mcp.MetaClientCapabilities), mcp.ExtensionTasks)
 }
 
 // unpinTask reads a client's task id: the child's own id and the child, when the bridge

@@ -297,7 +297,7 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			u := rt.resourceOwner(uri)
 			if u == nil {
-				return nil, notFound(req, uri)
+				return nil, mcp.ResourceNotFound(req, uri)
 			}
 			return g.forward(ctx, req, u, params)
 		}
@@ -343,7 +343,7 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		opts = append(opts, client.ReturnInputRequired())
 		// A host that declared the tasks extension follows a task itself: the task goes to
 		// it under an id of the gateway's that names the upstream (see task).
-		if passTasks = hasTasks(req.ClientCapabilities()); passTasks {
+		if passTasks = mcp.HasExtension(req.ClientCapabilities(), mcp.ExtensionTasks); passTasks {
 			opts = append(opts, client.ReturnTask())
 		}
 	}
@@ -382,12 +382,6 @@ func upstreamCaps(req *mcp.Request) json.RawMessage {
 		ext = []byte(`{}`)
 	}
 	return jsonrpc.SetMember(caps, "extensions", jsonrpc.SetMember(ext, mcp.ExtensionTasks, []byte(`{}`)))
-}
-
-// hasTasks reports whether a client declared the tasks extension.
-func hasTasks(caps json.RawMessage) bool {
-	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), mcp.ExtensionTasks)
-	return v != nil && string(v) != "null" && string(v) != "false"
 }
 
 // ownTaskID returns a task (a CreateTaskResult, or a tasks/get result) with its taskId made
@@ -589,16 +583,6 @@ func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 		return nil, u.callError(ctx, "completion/complete", err)
 	}
 	return res, nil
-}
-
-// notFound is MCP's resource-not-found error: -32602 under 2026-07-28, -32002 before it
-// (MCP 2026-07-28, Server Features › Resources › Error Handling).
-func notFound(req *mcp.Request, uri string) *jsonrpc.Error {
-	code := int64(jsonrpc.CodeInvalidParams)
-	if !req.Stateless() {
-		code = -32002
-	}
-	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + uri, Data: map[string]string{"uri": uri}}
 }
 
 func stringField(obj json.RawMessage, name string) (string, bool) {

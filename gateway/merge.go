@@ -178,14 +178,7 @@ func (g *Gateway) once(key string, fn func()) {
 func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[string]*mcp.Prompt,
 	resources map[string]*mcp.Resource, templates map[string]*mcp.ResourceTemplate) {
 	have := &g.registered
-	var gone []string
-	for name := range have.tools {
-		if _, ok := want.tools[name]; !ok {
-			gone = append(gone, name)
-			delete(have.tools, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := dropGone(have.tools, want.tools); len(gone) > 0 {
 		g.srv.RemoveTools(gone...)
 	}
 	for name, enc := range want.tools {
@@ -205,14 +198,7 @@ func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[
 		}
 		have.tools[name] = enc
 	}
-	gone = gone[:0]
-	for name := range have.prompts {
-		if _, ok := want.prompts[name]; !ok {
-			gone = append(gone, name)
-			delete(have.prompts, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := dropGone(have.prompts, want.prompts); len(gone) > 0 {
 		g.srv.RemovePrompts(gone...)
 	}
 	for name, enc := range want.prompts {
@@ -221,14 +207,7 @@ func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[
 			have.prompts[name] = enc
 		}
 	}
-	gone = gone[:0]
-	for uri := range have.resources {
-		if _, ok := want.resources[uri]; !ok {
-			gone = append(gone, uri)
-			delete(have.resources, uri)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := dropGone(have.resources, want.resources); len(gone) > 0 {
 		g.srv.RemoveResources(gone...)
 	}
 	for uri, enc := range want.resources {
@@ -240,11 +219,8 @@ func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[
 			have.resources[uri] = enc
 		}
 	}
-	for key := range have.templates {
-		if _, ok := want.templates[key]; !ok {
-			g.srv.RemoveResourceTemplates(key)
-			delete(have.templates, key)
-		}
+	if gone := dropGone(have.templates, want.templates); len(gone) > 0 {
+		g.srv.RemoveResourceTemplates(gone...) // one registry update, not one per template
 	}
 	for key, enc := range want.templates {
 		if have.templates[key] != enc {
@@ -255,6 +231,18 @@ func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[
 			have.templates[key] = enc
 		}
 	}
+}
+
+// dropGone deletes from have the keys that want lacks, and returns them.
+func dropGone(have, want map[string]string) []string {
+	var gone []string
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
+			delete(have, k)
+		}
+	}
+	return gone
 }
 
 // addTool registers a tool of an upstream under its exposed name. The mcp.Server lists it;

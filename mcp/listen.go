@@ -48,7 +48,7 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	principal := TaskPrincipal(ctx)
 	if len(p.Notifications.TaskIDs) > 0 {
 		caps := jsonrpc.Field(jsonrpc.Field(rt.Params, "_meta"), MetaClientCapabilities)
-		if !hasExtension(caps, ExtensionTasks) {
+		if !HasExtension(caps, ExtensionTasks) {
 			return nil, errTasksRequired("task notifications (notifications.taskIds)")
 		}
 		honoured.TaskIDs = nil

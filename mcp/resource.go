@@ -148,12 +148,12 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	if read == nil {
-		return nil, notFound(req, uri)
+		return nil, ResourceNotFound(req, uri)
 	}
 	return s.interactive(ctx, req, uri, nil, params[pRequestState], params[pInputResponses], func() (any, error) {
 		res, err := read(ctx, &ReadResourceRequest{Request: req, URI: uri, Vars: vars})
 		if errors.Is(err, ErrResourceNotFound) {
-			return nil, notFound(req, uri)
+			return nil, ResourceNotFound(req, uri)
 		}
 		if err != nil {
 			return nil, err
@@ -165,8 +165,10 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	})
 }
 
-// notFound is -32602 under 2026-07-28 and -32002 before it.
-func notFound(req *Request, uri string) *jsonrpc.Error {
+// ResourceNotFound is the error for a resource req asks for that does not exist: -32602
+// under 2026-07-28, -32002 before it (MCP 2026-07-28, Server Features › Resources › Error
+// Handling).
+func ResourceNotFound(req *Request, uri string) *jsonrpc.Error {
 	code := int64(jsonrpc.CodeInvalidParams)
 	if !req.meta.modern {
 		code = -32002

@@ -103,10 +103,12 @@ func (r *Request) runningTask() *taskState {
 // tasksNegotiated reports whether the request may be answered with a task: a 2026-07-28
 // request that declared the extension.
 func (r *Request) tasksNegotiated() bool {
-	return r.meta.modern && hasExtension(r.meta.clientCaps, ExtensionTasks)
+	return r.meta.modern && HasExtension(r.meta.clientCaps, ExtensionTasks)
 }
 
-func hasExtension(caps json.RawMessage, name string) bool {
+// HasExtension reports whether client capabilities caps declare the extension name (its
+// member of "extensions" present, and not null or false).
+func HasExtension(caps json.RawMessage, name string) bool {
 	v := jsonrpc.Field(jsonrpc.Field(caps, "extensions"), name)
 	return v != nil && string(v) != "null" && string(v) != "false"
 }
@@ -459,7 +461,7 @@ func detailedView(rec *TaskRecord) taskView {
 // routeTaskHandler routes a tasks/* request to ServerOptions.TaskHandler: its result gets
 // the 2026-07-28 result fields, as a feature method's does.
 func (ss *session) routeTaskHandler(h MethodHandler, req *runtime.Request, rm requestMeta) runtime.Route {
-	if !hasExtension(rm.clientCaps, ExtensionTasks) {
+	if !HasExtension(rm.clientCaps, ExtensionTasks) {
 		return runtime.Route{Err: errTasksRequired(req.Method)}
 	}
 	s := ss.s
@@ -477,7 +479,7 @@ func (ss *session) routeTaskHandler(h MethodHandler, req *runtime.Request, rm re
 }
 
 func (ss *session) routeTask(req *runtime.Request, rm requestMeta) runtime.Route {
-	if !hasExtension(rm.clientCaps, ExtensionTasks) {
+	if !HasExtension(rm.clientCaps, ExtensionTasks) {
 		return runtime.Route{Err: errTasksRequired(req.Method)}
 	}
 	id, err := stringParam(req.Params, "taskId")
