@@ -296,34 +296,15 @@ func (c *Client) send(ctx context.Context, r request, params map[string]any, co 
 		// written at once.
 		body = jsonrpc.SetMember(r.raw, "_meta", c.appendMeta(nil, co, level, id))
 	} else {
-		meta := map[string]any{}
-		if c.modern {
-			c.addModernMeta(meta)
-			if co.clientCaps != nil {
-				meta[mcp.MetaClientCapabilities] = co.clientCaps
-			}
-			if level != "" {
-				meta[mcp.MetaLogLevel] = level
-			}
-		}
-		if co.progress != nil {
-			meta[mcp.MetaProgressToken] = json.RawMessage(id) // unique: the request's own id
-		}
-		for i, k := range [2]string{"traceparent", "tracestate"} {
-			if co.trace[0] != "" && co.trace[i] != "" {
-				meta[k] = co.trace[i]
-			}
-		}
-		wire := make(map[string]any, len(params)+1)
-		for k, v := range params {
-			wire[k] = v
-		}
-		if len(meta) > 0 {
-			wire["_meta"] = meta
-		}
 		var err error
-		if body, err = json.Marshal(wire); err != nil {
+		if body, err = json.Marshal(params); err != nil {
 			return nil, err
+		}
+		if params == nil {
+			body = []byte(`{}`)
+		}
+		if meta := c.appendMeta(nil, co, level, id); len(meta) > len(`{}`) {
+			body = jsonrpc.SetMember(body, "_meta", meta)
 		}
 	}
 	out := &outgoing{id: id, method: r.method, params: body, version: c.version, modern: c.modern,
@@ -363,10 +344,10 @@ func resultType(res json.RawMessage) (string, error) {
 	return "", fmt.Errorf("mcp/client: the server sent a result of unknown type %s", raw)
 }
 
-// appendMeta appends the request's _meta object to dst, as addModernMeta and send's map
-// would write it: under 2026-07-28 the protocol version, the capabilities (co's, or the
-// client's own, encoded once) and the client info, and the log level; a progressToken,
-// the request's id, when co asks for progress.
+// appendMeta appends the request's _meta object to dst: under 2026-07-28 the protocol
+// version, the capabilities (co's, or the client's own, encoded once) and the client info,
+// and the log level; a progressToken, the request's id, when co asks for progress; and the
+// trace context of WithTraceContext.
 func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrpc.ID) []byte {
 	dst = append(dst, '{')
 	if c.modern {
@@ -407,14 +388,6 @@ func (c *Client) appendMeta(dst []byte, co *callOptions, level string, id jsonrp
 		}
 	}
 	return append(dst, '}')
-}
-
-func (c *Client) addModernMeta(meta map[string]any) {
-	meta[mcp.MetaProtocolVersion] = c.version
-	caps := c.o.capabilities()
-	caps["extensions"] = map[string]any{mcp.ExtensionTasks: map[string]any{}} // CallTool waits for a task
-	meta[mcp.MetaClientCapabilities] = caps
-	meta[mcp.MetaClientInfo] = c.o.info
 }
 
 // notify sends a notification.
