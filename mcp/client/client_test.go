@@ -536,51 +536,55 @@ func TestSetLogLevelAppliesToLaterCalls(t *testing.T) {
 }
 
 // Listen hears of a subscribed resource's change in both generations: through
-// subscriptions/listen under 2026-07-28, resources/subscribe under the initialize one.
+// subscriptions/listen under 2026-07-28, resources/subscribe under the initialize one. Its
+// first notification is the acknowledgement, after which no change is missed: one touch,
+// one update.
 func TestListenHearsOfAChangedResource(t *testing.T) {
 	each(t, func(t *testing.T, c *client.Client) {
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		heard := make(chan string, 16)
 		done := make(chan error, 1)
 		go func() {
 			done <- c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"test://text"}},
 				func(method string, params json.RawMessage) {
 					var p struct {
-						URI string `json:"uri"`
+						URI           string                 `json:"uri"`
+						Notifications mcp.SubscriptionFilter `json:"notifications"`
 					}
 					json.Unmarshal(params, &p)
 					select {
-					case heard <- method + " " + p.URI:
-					default:
+					case heard <- method + " " + p.URI + strings.Join(p.Notifications.ResourceSubscriptions, ","):
+					default: // more than the test looks at
 					}
 				})
 		}()
-		// The subscription is in place some time after Listen starts: touch until heard.
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		deadline := time.After(10 * time.Second)
-	wait:
-		for {
+		next := func() string {
 			select {
 			case got := <-heard:
-				if got != "notifications/resources/updated test://text" {
-					t.Fatalf("heard %q", got)
-				}
-				break wait
-			case <-tick.C:
-				if _, err := c.CallTool(context.Background(), "touch", map[string]any{"uri": "test://other"}); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.CallTool(context.Background(), "touch", map[string]any{"uri": "test://text"}); err != nil {
-					t.Fatal(err)
-				}
-			case <-deadline:
-				t.Fatal("no notification of the change")
+				return got
+			case <-time.After(10 * time.Second):
+				t.Fatal("Listen's fn was not called")
+				return ""
 			}
+		}
+		if got := next(); got != "notifications/subscriptions/acknowledged test://text" {
+			t.Fatalf("first heard %q, want the acknowledgement of test://text", got)
+		}
+		for _, uri := range []string{"test://other", "test://text"} {
+			if _, err := c.CallTool(context.Background(), "touch", map[string]any{"uri": uri}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := next(); got != "notifications/resources/updated test://text" {
+			t.Fatalf("heard %q, want the one update of test://text", got)
 		}
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("Listen: %v", err)
+		}
+		if len(heard) != 0 {
+			t.Errorf("heard more: %q", <-heard)
 		}
 	})
 }

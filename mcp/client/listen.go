@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/relayrt/relay/jsonrpc"
@@ -15,6 +16,9 @@ import (
 type listener struct {
 	filter mcp.SubscriptionFilter
 	fn     func(method string, params json.RawMessage)
+	// mu keeps fn's calls one at a time and in order: Listen's acknowledgement before
+	// any change the reading goroutine hands over.
+	mu sync.Mutex
 }
 
 // wants reports whether the filter asks for the notification.
@@ -64,7 +68,9 @@ func (in *inbox) notified(method string, params json.RawMessage) {
 	in.mu.Unlock()
 	for _, l := range ls {
 		if l.wants(method, params) {
+			l.mu.Lock()
 			l.fn(method, params)
+			l.mu.Unlock()
 		}
 	}
 }
@@ -106,6 +112,11 @@ func (in *inbox) remove(l *listener) {
 // connection's reading goroutine: fn must return quickly. It returns when ctx ends (nil),
 // when the server ends the subscription (nil), or when it cannot subscribe.
 //
+// fn's first call is notifications/subscriptions/acknowledged, once the subscription is in
+// force: every change after it is heard, so a list read after it misses nothing. Its
+// params' "notifications" are what the server honours under 2026-07-28, and filter as
+// given under the initialize generation, whose servers do not acknowledge.
+//
 // Under 2026-07-28 it is one subscriptions/listen request that lasts until ctx ends (MCP
 // 2026-07-28, Basic › Subscriptions). Under the initialize generation it sends
 // resources/subscribe for each of filter.ResourceSubscriptions, and
@@ -114,21 +125,13 @@ func (in *inbox) remove(l *listener) {
 func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn func(method string, params json.RawMessage)) error {
 	if c.modern {
 		_, err := c.call(ctx, request{method: "subscriptions/listen", params: map[string]any{"notifications": filter}},
-			callOptionFunc(func(o *callOptions) {
-				o.notes = func(method string, params json.RawMessage) {
-					if method != "notifications/subscriptions/acknowledged" {
-						fn(method, params)
-					}
-				}
-			}))
+			WithNotifications(fn))
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
 	l := &listener{filter: filter, fn: fn}
-	c.in.add(l)
-	defer c.in.remove(l)
 	var subscribed []string
 	defer func() {
 		// Bounded: a server that stopped answering must not hold the caller.
@@ -147,6 +150,15 @@ func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn f
 		}
 		subscribed = append(subscribed, uri)
 	}
+	// Heard from here on; the acknowledgement goes first, the changes wait for it.
+	l.mu.Lock()
+	c.in.add(l)
+	defer c.in.remove(l)
+	ack, _ := json.Marshal(struct {
+		Notifications mcp.SubscriptionFilter `json:"notifications"`
+	}{filter})
+	fn("notifications/subscriptions/acknowledged", ack)
+	l.mu.Unlock()
 	<-ctx.Done()
 	return nil
 }
