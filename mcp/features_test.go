@@ -185,6 +185,32 @@ func TestListen_AcknowledgedFirstThenTaggedNotifications(t *testing.T) {
 	}
 }
 
+// ServerOptions.DeclareLists: a server with nothing yet declares the lists, serves them
+// empty, and a listen opened then hears of the first tool (DIGEST A9).
+func TestListen_DeclaredListsAreHonouredWhileEmpty(t *testing.T) {
+	s := mcp.NewServer(mcp.Implementation{Name: "later", Version: "1"}, &mcp.ServerOptions{DeclareLists: true})
+	c := connect(t, s)
+	caps := result(t, c.call(1, "server/discover", `{`+modernMeta+`}`))["capabilities"].(map[string]any)
+	for _, list := range []string{"tools", "prompts", "resources"} {
+		if caps[list] == nil {
+			t.Errorf("%s not declared: %v", list, caps)
+		}
+	}
+	if tools := result(t, c.call(2, "tools/list", `{`+modernMeta+`}`))["tools"]; tools == nil || len(tools.([]any)) != 0 {
+		t.Errorf("tools/list while empty: %v", tools)
+	}
+	c.send(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+	if ack := c.recv(); !strings.Contains(string(ack["params"]), `"toolsListChanged":true`) {
+		t.Fatalf("acknowledged %s, want toolsListChanged honoured", ack["params"])
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "first"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, error) {
+		return nil, nil
+	})
+	if n := c.recv(); string(n["method"]) != `"notifications/tools/list_changed"` {
+		t.Fatalf("want list_changed, got %v", n)
+	}
+}
+
 func TestLegacy_SubscribeAndListChanged(t *testing.T) {
 	// DIGEST B1: resources/subscribe, notifications/resources/updated, list_changed.
 	s := mcp.NewServer(mcp.Implementation{Name: "r", Version: "1"}, nil)

@@ -24,6 +24,8 @@ type registry struct {
 	tasks      bool // a tool supports tasks: the tasks/* methods are served
 	// tasksRouted: ServerOptions.TaskHandler serves tasks/*, and the extension is declared
 	tasksRouted bool
+	// allLists: ServerOptions.DeclareLists, the list capabilities declared while empty.
+	allLists bool
 }
 
 func (r *registry) clone() *registry {
@@ -35,6 +37,7 @@ func (r *registry) clone() *registry {
 		complete:    r.complete,
 		skills:      r.skills,
 		tasksRouted: r.tasksRouted,
+		allLists:    r.allLists,
 	}
 }
 
@@ -45,13 +48,13 @@ func (r *registry) index() {
 	r.resourceURIs = sortedKeys(r.resources)
 	r.templateKeys = sortedKeys(r.templates)
 	r.caps = map[string]any{"logging": map[string]any{}}
-	if len(r.tools) > 0 {
+	if len(r.tools) > 0 || r.allLists {
 		r.caps["tools"] = map[string]any{"listChanged": true}
 	}
-	if len(r.prompts) > 0 {
+	if len(r.prompts) > 0 || r.allLists {
 		r.caps["prompts"] = map[string]any{"listChanged": true}
 	}
-	if len(r.resources) > 0 || len(r.templates) > 0 {
+	if len(r.resources) > 0 || len(r.templates) > 0 || r.allLists {
 		r.caps["resources"] = map[string]any{"listChanged": true, "subscribe": true}
 	}
 	if r.complete != nil {

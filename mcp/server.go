@@ -49,6 +49,11 @@ type ServerOptions struct {
 	// server that owns the task. A request whose client did not declare the extension is
 	// refused with -32021 before it.
 	TaskHandler MethodHandler
+	// DeclareLists declares tools, prompts and resources (with listChanged and subscribe)
+	// while they are empty too, and serves their empty lists: the entries of a server that
+	// adds them at run time (a gateway's) come after hosts have asked what it offers and
+	// opened their listens, which must hear of them.
+	DeclareLists bool
 	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
 	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
 	// by the session itself and do not pass through it.
@@ -116,7 +121,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	s.serverInfo = raw
 	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
 	s.chains = s.middlewareChains()
-	empty := &registry{tasksRouted: s.opts.TaskHandler != nil}
+	empty := &registry{tasksRouted: s.opts.TaskHandler != nil, allLists: s.opts.DeclareLists}
 	empty.index()
 	s.reg.Store(empty)
 	return s
