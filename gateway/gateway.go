@@ -104,6 +104,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Instructions: "relay gateway: the tools and prompts of several MCP servers, each named PREFIX" + g.opts.Separator + "NAME.",
 		Middleware:   []mcp.Middleware{g.middleware},
 		TaskHandler:  g.task,
+		// Servers come and go: a host that asked before the first one was up hears of it.
+		DeclareLists: true,
 	})
 	g.srv.SetCompletionHandler(g.complete)
 	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",

@@ -168,13 +168,13 @@ func freeAddr(t *testing.T) string {
 }
 
 // An upstream that answers but cannot list its tools is down with why, its connection kept;
-// at the next health check it is listed again.
+// once it can, the next health check lists it again.
 func TestGateway_UpstreamThatCannotListIsDownUntilItCan(t *testing.T) {
-	var lists atomic.Int32
+	var indexed atomic.Bool
 	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, &mcp.ServerOptions{
 		Middleware: []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, req *mcp.Request) (any, error) {
-				if req.Method() == "tools/list" && lists.Add(1) == 1 {
+				if req.Method() == "tools/list" && !indexed.Load() {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool index is not ready"}
 				}
 				return next(ctx, req)
@@ -185,31 +185,18 @@ func TestGateway_UpstreamThatCannotListIsDownUntilItCan(t *testing.T) {
 	})
 	addr := freeAddr(t)
 	serveAt(t, addr, remote, nil)
-	changed := make(chan struct{}, 1)
 	f := startGatewayWith(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)),
-		func(o *gateway.Options) {
-			o.HealthEvery = 50 * time.Millisecond
-			o.StateChanged = func() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
-		})
+		func(o *gateway.Options) { o.HealthEvery = 50 * time.Millisecond })
 	if st := f.g.Status(); st[0].State != "down" || !strings.Contains(st[0].LastError, "the tool index is not ready") {
 		t.Errorf("status after a failed tools/list: %+v", st[0])
 	}
-	deadline := time.NewTimer(time.Minute)
-	defer deadline.Stop()
-	for f.g.Status()[0].State != "up" {
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("never listed again: %+v", f.g.Status())
-		}
-	}
 	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
-	if names := toolNames(t, c); !slices.Contains(names, "far__note") {
-		t.Errorf("tools once listed: %v", names)
+	if names := listedTools(t, c); len(names) != 0 {
+		t.Errorf("tools while the upstream cannot list them: %v", names)
+	}
+	indexed.Store(true)
+	waitForTools(t, c, "listed once it can", func(names []string) bool { return slices.Contains(names, "far__note") })
+	if st := f.g.Status(); st[0].State != "up" {
+		t.Errorf("status once listed: %+v", st[0])
 	}
 }

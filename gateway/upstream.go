@@ -268,23 +268,25 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 	startsSeen := u.starts.Load()
 	u.lost.Store(false)
 	u.changed.Store(0) // the first refresh, below, reads every list
-	if err := u.refresh(ctx, c, changedAll); err != nil {
-		if ctx.Err() != nil || errors.Is(err, client.ErrClosed) {
-			return err
+	listed := u.refresh(ctx, c, changedAll)
+	if listed != nil {
+		if ctx.Err() != nil || errors.Is(listed, client.ErrClosed) {
+			return listed
 		}
 		// It answers, but not its lists: down, and listed again at the next health check.
-		u.setState(stateDown, fmt.Errorf("cannot list: %w", err))
-	} else {
-		u.setState(stateUp, nil)
+		u.setState(stateDown, fmt.Errorf("cannot list: %w", listed))
 	}
 
 	listened := make(chan error, 1)
+	acked := make(chan struct{}, 1) // the change stream is in force
 	var stopListen context.CancelFunc
 	listening := false
+	var subscribed []string // the resources the change stream tells of
 	startListen := func() {
 		var lctx context.Context
 		lctx, stopListen = context.WithCancel(ctx)
-		listening = u.listen(lctx, c, listened)
+		subscribed = u.subscriptions(c)
+		listening = u.listen(lctx, c, subscribed, acked, listened)
 	}
 	startListen()
 	defer func() {
@@ -293,6 +295,33 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			<-listened
 		}
 	}()
+	if listed == nil && listening {
+		// A change between the first reading and the stream's acknowledgement was told to
+		// no one: the lists are read again once it is in force, before the hosts see them
+		// (so that none of these calls overlaps theirs: over stdio, a call's log message
+		// can only be told apart when it is the only one).
+		timeout := time.NewTimer(30 * time.Second)
+		select {
+		case <-ctx.Done():
+			timeout.Stop()
+			return nil
+		case <-acked:
+			listed = u.refresh(ctx, c, changedAll)
+		case err := <-listened:
+			listened <- err // for the loop, below
+		case <-timeout.C:
+		}
+		timeout.Stop()
+		if listed != nil {
+			if ctx.Err() != nil || errors.Is(listed, client.ErrClosed) {
+				return listed
+			}
+			u.setState(stateDown, fmt.Errorf("cannot list: %w", listed))
+		}
+	}
+	if listed == nil {
+		u.setState(stateUp, nil)
+	}
 	health := time.NewTicker(u.g.opts.HealthEvery)
 	defer health.Stop()
 	// "restart": {"watch": PATH}: a change of the file upgrades the child without downtime.
@@ -323,6 +352,8 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			stopListen()
 			startListen()
 		case <-u.kick:
+		case <-acked: // opened again: what changed meanwhile was told to no one
+			u.changed.Or(changedAll)
 		case <-health.C:
 			u.probe.Store(true)
 		case <-watchTick:
@@ -375,7 +406,7 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			continue
 		}
 		u.setState(stateUp, nil)
-		if bits&changedResources != 0 && listening && subscribes(c) {
+		if bits&changedResources != 0 && listening && !slices.Equal(subscribed, u.subscriptions(c)) {
 			// The resources to hear updates of have changed: subscribe to the new list.
 			stopListen()
 			<-listened
@@ -412,20 +443,30 @@ func (u *upstream) check(ctx context.Context, c *client.Client) error {
 	return nil
 }
 
+// subscriptions returns the URIs of the upstream's resources when it declared resource
+// subscriptions: the ones its change stream is asked to tell of.
+func (u *upstream) subscriptions(c *client.Client) []string {
+	if !subscribes(c) {
+		return nil
+	}
+	var uris []string
+	for _, r := range u.lists().resources {
+		uris = append(uris, r.URI)
+	}
+	return uris
+}
+
 // listen opens the upstream's change stream: its list changes, and the updates of its
 // resources, which become the gateway's (the gateway's server tells each host only what it
-// subscribed to). It reports false when the upstream offers nothing to listen to.
-func (u *upstream) listen(ctx context.Context, c *client.Client, done chan<- error) bool {
+// subscribed to). It reports false when the upstream offers nothing to listen to. acked
+// hears when the stream is in force.
+func (u *upstream) listen(ctx context.Context, c *client.Client, uris []string, acked chan<- struct{}, done chan<- error) bool {
 	caps := c.Capabilities()
 	filter := mcp.SubscriptionFilter{
-		ToolsListChanged:     string(jsonrpc.Field(jsonrpc.Field(caps, "tools"), "listChanged")) == "true",
-		PromptsListChanged:   string(jsonrpc.Field(jsonrpc.Field(caps, "prompts"), "listChanged")) == "true",
-		ResourcesListChanged: string(jsonrpc.Field(jsonrpc.Field(caps, "resources"), "listChanged")) == "true",
-	}
-	if subscribes(c) {
-		for _, r := range u.lists().resources {
-			filter.ResourceSubscriptions = append(filter.ResourceSubscriptions, r.URI)
-		}
+		ToolsListChanged:      string(jsonrpc.Field(jsonrpc.Field(caps, "tools"), "listChanged")) == "true",
+		PromptsListChanged:    string(jsonrpc.Field(jsonrpc.Field(caps, "prompts"), "listChanged")) == "true",
+		ResourcesListChanged:  string(jsonrpc.Field(jsonrpc.Field(caps, "resources"), "listChanged")) == "true",
+		ResourceSubscriptions: uris,
 	}
 	if !filter.ToolsListChanged && !filter.PromptsListChanged && !filter.ResourcesListChanged && len(filter.ResourceSubscriptions) == 0 {
 		return false
@@ -433,6 +474,11 @@ func (u *upstream) listen(ctx context.Context, c *client.Client, done chan<- err
 	go func() { // owned by serve, which cancels ctx and waits for done
 		done <- c.Listen(ctx, filter, func(method string, params json.RawMessage) {
 			switch method {
+			case "notifications/subscriptions/acknowledged":
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
 			case "notifications/tools/list_changed":
 				u.signal(changedTools)
 			case "notifications/prompts/list_changed":
