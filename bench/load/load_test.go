@@ -26,7 +26,7 @@ import (
 //	silent     ignores server/discover, like a server that does not know it
 //	exitearly  legacy, but exits on its fourth tools/call
 //	stubborn   legacy, but does not exit when its stdin closes
-//	deaf       legacy, but stops reading at its first tools/call
+//	deaf       legacy, but stops reading once initialized
 //	oops       writes "oops" to stderr and exits at once, reading nothing
 const fakeEnv = "RELAY_LOAD_FAKE_SERVER"
 
@@ -109,13 +109,16 @@ func fakeServer(mode string) int {
 			}})
 		case "notifications/initialized":
 			initialized = true
+			if mode == "deaf" {
+				// Reads nothing more, and so never sees its stdin close: not even the first
+				// call, which a loaded machine may not have written whole before the test
+				// gives up on it.
+				time.Sleep(time.Minute)
+			}
 		case "tools/call":
 			calls++
 			if mode == "exitearly" && calls > 3 {
 				return 3
-			}
-			if mode == "deaf" {
-				time.Sleep(time.Minute)
 			}
 			var p struct {
 				Name      string `json:"name"`
