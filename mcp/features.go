@@ -197,13 +197,15 @@ func (s *Server) finish(ctx context.Context, f *feature, req *Request, stop cont
 		return raw, err
 	}
 	complete := jsonrpc.FirstKey(raw) != "resultType" // only input_required sets it
+	_, own := res.(json.RawMessage)
+	own = own && f.cacheable && jsonrpc.Field(raw, "ttlMs") != nil // a result passed on keeps its server's
 	raw = s.modernResult(raw)
-	if f.cacheable && complete {
+	if f.cacheable && complete && !own {
 		ttl := s.opts.CacheTTL
 		if req.meta.retrying {
 			ttl = 0 // results of input_required retries must not be reused
 		}
-		raw = s.cacheable(raw, ttl)
+		raw = s.cacheable(raw, f.method, ttl)
 	}
 	return raw, nil
 }

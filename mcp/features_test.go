@@ -211,6 +211,28 @@ func TestListen_DeclaredListsAreHonouredWhileEmpty(t *testing.T) {
 	}
 }
 
+// ServerOptions.Cache gives each cacheable result's ttlMs and cacheScope (DIGEST: ttlMs
+// and cacheScope are required on complete cacheable results).
+func TestCache_PerMethodTTLAndScope(t *testing.T) {
+	s := mcp.NewServer(mcp.Implementation{Name: "c", Version: "1"}, &mcp.ServerOptions{
+		Cache: func(method string) (time.Duration, bool) {
+			if method == "tools/list" {
+				return 1500 * time.Millisecond, true
+			}
+			return 0, false
+		}})
+	mcp.AddTool(s, &mcp.Tool{Name: "t"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, error) {
+		return nil, nil
+	})
+	c := connect(t, s)
+	if r := result(t, c.call(1, "tools/list", `{`+modernMeta+`}`)); r["ttlMs"] != 1500.0 || r["cacheScope"] != "private" {
+		t.Errorf("tools/list: ttlMs %v cacheScope %v, want 1500 private", r["ttlMs"], r["cacheScope"])
+	}
+	if r := result(t, c.call(2, "server/discover", `{`+modernMeta+`}`)); r["ttlMs"] != 0.0 || r["cacheScope"] != "public" {
+		t.Errorf("server/discover: ttlMs %v cacheScope %v, want 0 public", r["ttlMs"], r["cacheScope"])
+	}
+}
+
 func TestLegacy_SubscribeAndListChanged(t *testing.T) {
 	// DIGEST B1: resources/subscribe, notifications/resources/updated, list_changed.
 	s := mcp.NewServer(mcp.Implementation{Name: "r", Version: "1"}, nil)

@@ -20,6 +20,11 @@ type ServerOptions struct {
 	// CacheTTL is the ttlMs given with cacheable 2026-07-28 results (server/discover, the
 	// lists, resources/read). Zero, the default, says that a client must not reuse them.
 	CacheTTL time.Duration
+	// Cache, when set, gives the ttlMs and cacheScope ("private" when private) of a
+	// cacheable result of method in place of CacheTTL and "public": a gateway's lists are
+	// as cacheable as the least cacheable of its servers'. A result a handler returns as a
+	// json.RawMessage with a ttlMs of its own keeps it (a gateway's resources/read).
+	Cache func(method string) (ttl time.Duration, private bool)
 	// PageSize is how many items a list returns before it hands out a cursor (default 100).
 	PageSize int
 	// RequestTimeout bounds every handler (default: none). A request that runs out of time
@@ -254,11 +259,18 @@ func (s *Server) mergeResult(obj []byte) json.RawMessage {
 	return out
 }
 
-// cacheable adds ttlMs and cacheScope to an encoded result object.
-func (s *Server) cacheable(obj []byte, ttl time.Duration) []byte {
-	ms, _ := json.Marshal(ttl.Milliseconds())
+// cacheable adds ttlMs and cacheScope to an encoded result object of method.
+func (s *Server) cacheable(obj []byte, method string, ttl time.Duration) []byte {
+	scope := `,"cacheScope":"public"`
+	if s.opts.Cache != nil {
+		var private bool
+		if ttl, private = s.opts.Cache(method); private {
+			scope = `,"cacheScope":"private"`
+		}
+	}
+	ms, _ := json.Marshal(max(ttl, 0).Milliseconds())
 	out := append([]byte(`{"ttlMs":`), ms...)
-	out = append(out, `,"cacheScope":"public"`...)
+	out = append(out, scope...)
 	if rest := bytes.TrimSpace(obj[1:]); string(rest) != "}" {
 		out = append(out, ',')
 	}

@@ -338,5 +338,5 @@ func (s *Server) discoverResult() json.RawMessage {
 		Capabilities      map[string]any `json:"capabilities"`
 		Instructions      string         `json:"instructions,omitempty"`
 	}{ModernVersions, s.reg.Load().modernCaps, s.opts.Instructions})
-	return s.cacheable(s.modernResult(body), s.opts.CacheTTL)
+	return s.cacheable(s.modernResult(body), "server/discover", s.opts.CacheTTL)
 }
