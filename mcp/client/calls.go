@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/relayrt/relay/mcp"
 )
@@ -12,7 +13,11 @@ import (
 // pages walks a paginated list (MCP 2025-11-25 and 2026-07-28, Utilities › Pagination):
 // each page's items under key, until a page has no nextCursor. It stops at the first error,
 // which it yields.
-func pages[T any](ctx context.Context, c *Client, method, key string, seen func([]json.RawMessage) []json.RawMessage) iter.Seq2[T, error] {
+func pages[T any](ctx context.Context, c *Client, method, key string, seen func([]json.RawMessage) []json.RawMessage, opts []CallOption) iter.Seq2[T, error] {
+	var co callOptions
+	for _, opt := range opts {
+		opt.applyCall(&co)
+	}
 	return func(yield func(T, error) bool) {
 		var zero T
 		var cursor *string
@@ -21,7 +26,7 @@ func pages[T any](ctx context.Context, c *Client, method, key string, seen func(
 			if cursor != nil {
 				params = map[string]any{"cursor": *cursor}
 			}
-			res, err := c.call(ctx, request{method: method, params: params})
+			res, err := c.call(ctx, request{method: method, params: params}, opts...)
 			if err != nil {
 				yield(zero, err)
 				return
@@ -30,6 +35,11 @@ func pages[T any](ctx context.Context, c *Client, method, key string, seen func(
 			if err := json.Unmarshal(res, &page); err != nil {
 				yield(zero, fmt.Errorf("mcp/client: a %s result that does not decode: %w", method, err))
 				return
+			}
+			if co.cache != nil {
+				var ms int64
+				json.Unmarshal(page["ttlMs"], &ms)
+				co.cache(time.Duration(max(ms, 0))*time.Millisecond, string(page["cacheScope"]) == `"private"`)
 			}
 			var items []json.RawMessage
 			if err := json.Unmarshal(page[key], &items); err != nil {
@@ -66,23 +76,23 @@ func pages[T any](ctx context.Context, c *Client, method, key string, seen func(
 // x-mcp-header annotations are invalid is left out (MCP 2026-07-28, Transports ›
 // Streamable HTTP › custom headers: clients must exclude it); the others' annotations are
 // kept for CallTool to mirror.
-func (c *Client) ListTools(ctx context.Context) iter.Seq2[*mcp.Tool, error] {
-	return pages[*mcp.Tool](ctx, c, "tools/list", "tools", c.keepTools)
+func (c *Client) ListTools(ctx context.Context, opts ...CallOption) iter.Seq2[*mcp.Tool, error] {
+	return pages[*mcp.Tool](ctx, c, "tools/list", "tools", c.keepTools, opts)
 }
 
 // ListResources lists the server's resources, page by page.
-func (c *Client) ListResources(ctx context.Context) iter.Seq2[*mcp.Resource, error] {
-	return pages[*mcp.Resource](ctx, c, "resources/list", "resources", nil)
+func (c *Client) ListResources(ctx context.Context, opts ...CallOption) iter.Seq2[*mcp.Resource, error] {
+	return pages[*mcp.Resource](ctx, c, "resources/list", "resources", nil, opts)
 }
 
 // ListResourceTemplates lists the server's resource templates, page by page.
-func (c *Client) ListResourceTemplates(ctx context.Context) iter.Seq2[*mcp.ResourceTemplate, error] {
-	return pages[*mcp.ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", nil)
+func (c *Client) ListResourceTemplates(ctx context.Context, opts ...CallOption) iter.Seq2[*mcp.ResourceTemplate, error] {
+	return pages[*mcp.ResourceTemplate](ctx, c, "resources/templates/list", "resourceTemplates", nil, opts)
 }
 
 // ListPrompts lists the server's prompts, page by page.
-func (c *Client) ListPrompts(ctx context.Context) iter.Seq2[*mcp.Prompt, error] {
-	return pages[*mcp.Prompt](ctx, c, "prompts/list", "prompts", nil)
+func (c *Client) ListPrompts(ctx context.Context, opts ...CallOption) iter.Seq2[*mcp.Prompt, error] {
+	return pages[*mcp.Prompt](ctx, c, "prompts/list", "prompts", nil, opts)
 }
 
 // CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).

@@ -135,6 +135,15 @@ type callOptions struct {
 	returnTask  bool
 	clientCaps  json.RawMessage
 	trace       [2]string // traceparent, tracestate
+	cache       func(ttl time.Duration, private bool)
+}
+
+// WithCache gives fn the ttlMs and cacheScope of each page of a list a 2026-07-28 server
+// answers (MCP 2026-07-28, Server › Utilities › Caching): how long it may be reused, and
+// whether only by this user. A page without them (the initialize generation's) is not
+// reused: fn gets 0 and false.
+func WithCache(fn func(ttl time.Duration, private bool)) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.cache = fn })
 }
 
 // WithTraceContext carries a W3C trace context in the request's _meta (traceparent and,
