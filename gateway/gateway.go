@@ -106,6 +106,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		TaskHandler:  g.task,
 		// Servers come and go: a host that asked before the first one was up hears of it.
 		DeclareLists: true,
+		Cache:        g.cache,
 	})
 	g.srv.SetCompletionHandler(g.complete)
 	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",
@@ -484,40 +485,49 @@ func askHost() []client.Option {
 	}
 }
 
-// passOn makes an upstream's result the gateway's: the ttlMs and cacheScope of a
-// cacheable result (resources/read) are left to the gateway's server (which says not to
-// reuse it; a task's ttlMs is the task's, and stays), the upstream's serverInfo is dropped
-// (the gateway's own goes in), and resultType stays only when it is not "complete" (a
-// 2026-07-28 input_required result), first, as the gateway's server expects it. Every
-// other member is kept as the upstream wrote it.
+// passOn makes an upstream's result the gateway's: the upstream's serverInfo is dropped
+// (the gateway's own goes in), resultType stays only when it is not "complete" (a
+// 2026-07-28 input_required result), and it and _meta come first, where the gateway's
+// server looks for them. A cacheable result (resources/read) keeps the ttlMs and
+// cacheScope its server gave, for a 2026-07-28 host (a task's ttlMs is the task's, and
+// always stays). Every other member is kept as the upstream wrote it.
 func passOn(res json.RawMessage, modern, cacheable bool) json.RawMessage {
 	if !jsonrpc.IsObject(res) {
 		return res
 	}
-	out := make([]byte, 0, len(res)+16)
-	out = append(out, '{')
+	var kind, meta []byte
+	rest := make([]byte, 0, len(res))
 	jsonrpc.EachMember(res, func(key, value []byte) bool {
 		switch string(key) {
 		case "ttlMs", "cacheScope":
-			if cacheable {
+			if cacheable && !modern {
 				return true
 			}
 		case "resultType":
 			if modern && string(value) != `"complete"` {
-				rest := out[1:]
-				out = append(append(append([]byte(`{"resultType":`), value...), ','), rest...)
+				kind = value
 			}
 			return true
 		case "_meta":
 			// The upstream's identity is not the gateway's (MCP 2026-07-28, Basic › _meta:
 			// serverInfo names the server that answers).
-			if value = withoutMember(value, mcp.MetaServerInfo); string(value) == "{}" {
-				return true
+			if value = withoutMember(value, mcp.MetaServerInfo); string(value) != "{}" {
+				meta = value
 			}
+			return true
 		}
-		out = appendMember(out, key, value)
+		rest = appendMember(rest, key, value)
 		return true
 	})
+	out := make([]byte, 0, len(res)+16)
+	out = append(out, '{')
+	if kind != nil {
+		out = appendMember(out, []byte("resultType"), kind)
+	}
+	if meta != nil {
+		out = appendMember(out, []byte("_meta"), meta)
+	}
+	out = append(out, rest...)
 	if out[len(out)-1] == ',' {
 		out = out[:len(out)-1]
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/yosida95/uritemplate/v3"
 	"go.uber.org/zap"
@@ -25,6 +26,26 @@ type routes struct {
 	resources      map[string]*upstream // URI → the first upstream in config order to list it
 	templates      map[string]*upstream // URI template → the first to list it
 	matchers       []templateRoute      // the templates, in config order, to match URIs with
+	caches         [listKinds]listCache // of the merged lists: the least reusable upstream's
+}
+
+// cache is the gateway's server's ServerOptions.Cache: a merged list may be reused for as
+// long as the least reusable of the lists in it, by the user alone if one says so. What
+// is not a list (discover, whose capabilities follow the servers; a resource read from a
+// server that did not say) is not reused.
+func (g *Gateway) cache(method string) (time.Duration, bool) {
+	var c listCache
+	switch caches := &g.routes.Load().caches; method {
+	case "tools/list":
+		c = caches[listTools]
+	case "prompts/list":
+		c = caches[listPrompts]
+	case "resources/list":
+		c = caches[listResources]
+	case "resources/templates/list":
+		c = caches[listTemplates]
+	}
+	return c.ttl, c.private
 }
 
 type templateRoute struct {
@@ -69,6 +90,11 @@ func (g *Gateway) rebuild() {
 		l := u.lists()
 		if !l.known {
 			continue
+		}
+		for i, c := range l.caches {
+			if l.up && c.read {
+				rt.caches[i].add(c.ttl, c.private)
+			}
 		}
 		for _, t := range l.tools {
 			if !u.cfg.Tools.Keeps(t.Name) {

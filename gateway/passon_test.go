@@ -7,8 +7,9 @@ import (
 )
 
 // passOn keeps an upstream's result as it wrote it but for what is the gateway's to say:
-// ttlMs and cacheScope, the upstream's serverInfo, and a "complete" resultType; an
-// input_required resultType stays, first, for a 2026-07-28 host only.
+// the upstream's serverInfo, a "complete" resultType, and, for a host of the initialize
+// generation, ttlMs and cacheScope; an input_required resultType stays, first, for a
+// 2026-07-28 host only, and _meta comes before the other members.
 func TestPassOn_KeepsTheResultButWhatIsTheGateways(t *testing.T) {
 	for _, c := range []struct {
 		in     string
@@ -16,9 +17,10 @@ func TestPassOn_KeepsTheResultButWhatIsTheGateways(t *testing.T) {
 		want   string
 	}{
 		{`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"content":[{"type":"text","text":"hi"}],"ttlMs":5,"cacheScope":"private"}`, true,
-			`{"content":[{"type":"text","text":"hi"}]}`},
+			`{"content":[{"type":"text","text":"hi"}],"ttlMs":5,"cacheScope":"private"}`},
+		{`{"resultType":"complete","contents":[],"ttlMs":5,"cacheScope":"private"}`, false, `{"contents":[]}`},
 		{`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1},"isError":true}`, false,
-			`{"content":[],"_meta":{"k":1},"isError":true}`},
+			`{"_meta":{"k":1},"content":[],"isError":true}`},
 		{`{"inputRequests":{"a":{"method":"roots/list"}},"resultType":"input_required","requestState":"s"}`, true,
 			`{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}},"requestState":"s"}`},
 		{`{"inputRequests":{},"resultType":"input_required"}`, false, `{"inputRequests":{}}`},

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -199,4 +200,83 @@ func TestGateway_UpstreamThatCannotListIsDownUntilItCan(t *testing.T) {
 	if st := f.g.Status(); st[0].State != "up" {
 		t.Errorf("status once listed: %+v", st[0])
 	}
+}
+
+// The gateway's lists may be reused for as long as the least reusable of its servers'
+// lists, by the user alone when one says so; a resource read keeps the ttlMs and
+// cacheScope of the server that answered it (MCP 2026-07-28, Server › Utilities › Caching).
+func TestGateway_CachingIsTheLeastReusableServers(t *testing.T) {
+	serve := func(name string, opts *mcp.ServerOptions) string {
+		s := mcp.NewServer(mcp.Implementation{Name: name, Version: "1"}, opts)
+		mcp.AddTool(s, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(name + ": " + in.Text), nil
+		})
+		s.AddResource(&mcp.Resource{URI: "test://" + name, Name: name}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.URI, Text: name}}}, nil
+		})
+		addr := freeAddr(t)
+		serveAt(t, addr, s, nil)
+		return addr
+	}
+	long := serve("long", &mcp.ServerOptions{CacheTTL: time.Hour})
+	short := serve("short", &mcp.ServerOptions{Cache: func(method string) (time.Duration, bool) {
+		if method == "tools/list" {
+			return 30 * time.Second, true
+		}
+		return 45 * time.Second, false
+	}})
+	f := startGateway(t, config(fmt.Sprintf(`"long": {"url": "http://%s/mcp"}`, long), fmt.Sprintf(`"short": {"url": "http://%s/mcp"}`, short)))
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	waitForTools(t, c, "both servers' tools", func(names []string) bool {
+		return slices.Contains(names, "long__note") && slices.Contains(names, "short__note")
+	})
+	type cached struct {
+		ttl     time.Duration
+		private bool
+	}
+	cacheOf := func(list func(opts ...client.CallOption) error) cached {
+		var got cached
+		if err := list(client.WithCache(func(ttl time.Duration, private bool) { got = cached{ttl, private} })); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	tools := cacheOf(func(opts ...client.CallOption) error {
+		_, err := collectAll(c.ListTools(context.Background(), opts...))
+		return err
+	})
+	if want := (cached{30 * time.Second, true}); tools != want {
+		t.Errorf("tools/list: %+v, want %+v (short's, private)", tools, want)
+	}
+	resources := cacheOf(func(opts ...client.CallOption) error {
+		_, err := collectAll(c.ListResources(context.Background(), opts...))
+		return err
+	})
+	if want := (cached{45 * time.Second, false}); resources != want {
+		t.Errorf("resources/list: %+v, want %+v (short's, public)", resources, want)
+	}
+	raw, err := c.Call(context.Background(), "resources/read", json.RawMessage(`{"uri":"test://long"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read struct {
+		TTL   *int64 `json:"ttlMs"`
+		Scope string `json:"cacheScope"`
+	}
+	if json.Unmarshal(raw, &read); read.TTL == nil || *read.TTL != time.Hour.Milliseconds() || read.Scope != "public" ||
+		strings.Count(string(raw), `"ttlMs"`) != 1 {
+		t.Errorf("resources/read from long: %s, want its own ttlMs (an hour), once", raw)
+	}
+}
+
+// collectAll reads a list to its end.
+func collectAll[T any](seq func(yield func(T, error) bool)) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -54,6 +54,33 @@ type upstream struct {
 	prompts   []*mcp.Prompt
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
+	caches    [listKinds]listCache // each list's, as the upstream answered it
+}
+
+// The lists, as indexes of upstream.caches and routes.caches.
+const (
+	listTools = iota
+	listPrompts
+	listResources
+	listTemplates
+	listKinds
+)
+
+// listCache is how long a list may be reused, and whether by its user alone (MCP
+// 2026-07-28, Server › Utilities › Caching): over the pages of one upstream's list, or over
+// the upstreams' lists the gateway merged, the smallest ttlMs, and private if one was.
+type listCache struct {
+	read    bool // the list was read (the upstream declared it)
+	ttl     time.Duration
+	private bool
+}
+
+// add merges in a page's or an upstream's ttlMs and cacheScope.
+func (lc *listCache) add(ttl time.Duration, private bool) {
+	if !lc.read || ttl < lc.ttl {
+		lc.ttl = ttl
+	}
+	lc.read, lc.private = true, lc.private || private
 }
 
 // The bits of upstream.changed: which lists to read again.
@@ -78,13 +105,14 @@ type listsView struct {
 	prompts   []*mcp.Prompt
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
+	caches    [listKinds]listCache
 }
 
 func (u *upstream) lists() listsView {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return listsView{known: u.known, up: u.state == stateUp, tools: u.tools, prompts: u.prompts,
-		resources: u.resources, templates: u.templates}
+		resources: u.resources, templates: u.templates, caches: u.caches}
 }
 
 func (u *upstream) status() UpstreamStatus {
@@ -505,34 +533,37 @@ func (u *upstream) refresh(ctx context.Context, c *client.Client, bits uint32) e
 	var prompts []*mcp.Prompt
 	var resources []*mcp.Resource
 	var templates []*mcp.ResourceTemplate
+	var caches [listKinds]listCache
+	cacheOf := func(list int) client.CallOption { return client.WithCache(caches[list].add) }
 	var err error
 	if bits&changedTools != 0 && jsonrpc.Field(caps, "tools") != nil {
-		if tools, err = collect(c.ListTools(rctx)); err != nil {
+		if tools, err = collect(c.ListTools(rctx, cacheOf(listTools))); err != nil {
 			return fmt.Errorf("tools/list: %w", err)
 		}
 	}
 	if bits&changedPrompts != 0 && jsonrpc.Field(caps, "prompts") != nil {
-		if prompts, err = collect(c.ListPrompts(rctx)); err != nil {
+		if prompts, err = collect(c.ListPrompts(rctx, cacheOf(listPrompts))); err != nil {
 			return fmt.Errorf("prompts/list: %w", err)
 		}
 	}
 	if bits&changedResources != 0 && jsonrpc.Field(caps, "resources") != nil {
-		if resources, err = collect(c.ListResources(rctx)); err != nil {
+		if resources, err = collect(c.ListResources(rctx, cacheOf(listResources))); err != nil {
 			return fmt.Errorf("resources/list: %w", err)
 		}
-		if templates, err = collect(c.ListResourceTemplates(rctx)); err != nil {
+		if templates, err = collect(c.ListResourceTemplates(rctx, cacheOf(listTemplates))); err != nil {
 			return fmt.Errorf("resources/templates/list: %w", err)
 		}
 	}
 	u.mu.Lock()
 	if bits&changedTools != 0 {
-		u.tools = tools
+		u.tools, u.caches[listTools] = tools, caches[listTools]
 	}
 	if bits&changedPrompts != 0 {
-		u.prompts = prompts
+		u.prompts, u.caches[listPrompts] = prompts, caches[listPrompts]
 	}
 	if bits&changedResources != 0 {
 		u.resources, u.templates = resources, templates
+		u.caches[listResources], u.caches[listTemplates] = caches[listResources], caches[listTemplates]
 	}
 	u.known = true
 	u.mu.Unlock()
