@@ -1,29 +1,49 @@
 // Package httpload drives an MCP server over Streamable HTTP with
-// tools/call echo requests of protocol version 2026-07-28, on a fixed number
-// of concurrent keep-alive connections, and measures throughput and latency.
+// tools/call echo requests, of protocol version 2026-07-28 or of the
+// initialize generation, on a fixed number of concurrent keep-alive
+// connections, and measures throughput and latency.
 //
-// Every request is a self-contained 2026-07-28 request, as a stateless
-// server needs: no initialize, no session. It carries the headers
+// By default every request is a self-contained 2026-07-28 request, as a
+// stateless server needs: no initialize, no session. It carries the headers
 //
 //	Content-Type: application/json
 //	Accept: application/json, text/event-stream
 //	MCP-Protocol-Version: 2026-07-28
 //	Mcp-Method: tools/call
-//	Mcp-Name: echo
+//	Mcp-Name: TOOL
 //
 // and the body
 //
-//	{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",
+//	{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":TOOL,
 //	 "arguments":{"text":TEXT},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
 //	 "io.modelcontextprotocol/clientCapabilities":{}}}}
 //
-// Every request is the same bytes, id 1 included: each POST is an exchange of
+// where TOOL is Config.Tool, echo by default. Every request is the same bytes, id 1 included: each POST is an exchange of
 // its own, and without sessions there is nothing for two requests' ids to
-// collide in. The answer may be one application/json message or a
+// collide in.
+//
+// With Config.Sessions above zero, the client speaks the initialize
+// generation instead, as servers and proxies built on earlier SDKs do: it
+// opens that many sessions before its first request, each with initialize
+// (protocol version LegacyProtocolVersion) and notifications/initialized, and
+// then sends
+//
+//	Content-Type: application/json
+//	Accept: application/json, text/event-stream
+//	MCP-Protocol-Version: the version the server answered initialize with
+//	Mcp-Session-Id: the session's id, when the server gave one
+//
+// with the body {"jsonrpc":"2.0","id":N,"method":"tools/call","params":{"name":TOOL,
+// "arguments":{"text":TEXT}}}, N counting up from 2 in each session. Worker i
+// (of Conns) sends on session i mod Sessions, so a session may have several
+// requests outstanding at once, as a host's does. Sessions are not ended: the
+// server's idle timeout ends them.
+//
+// Either way the answer may be one application/json message or a
 // text/event-stream whose events carry notifications before the answer; both
 // are parsed, and an answer counts as good only if it is a 200 with the
-// JSON-RPC response to id 1 whose result holds exactly one text item equal to
-// TEXT.
+// JSON-RPC response to the request's id whose result holds exactly one text
+// item equal to TEXT.
 //
 // A [Client] owns an HTTP/1.1 transport limited to Conns connections
 // (MaxConnsPerHost = MaxIdleConnsPerHost = Conns); [Client.Drive] and
@@ -44,6 +64,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,8 +76,15 @@ import (
 // ProtocolVersion is the MCP protocol version of every request.
 const ProtocolVersion = "2026-07-28"
 
+// LegacyProtocolVersion is the version asked for in initialize when
+// Config.Sessions is above zero.
+const LegacyProtocolVersion = "2025-11-25"
+
 // DefaultText is the echo argument when Config.Text is empty.
 const DefaultText = "hello"
+
+// DefaultTool is the tool called when Config.Tool is empty.
+const DefaultTool = "echo"
 
 // Config describes the server to drive.
 type Config struct {
@@ -67,6 +95,12 @@ type Config struct {
 	Conns int
 	// Text is the echo tool's argument; empty means DefaultText.
 	Text string
+	// Tool is the name of the echo tool; empty means DefaultTool.
+	Tool string
+	// Sessions, when above zero, is how many initialize-generation sessions
+	// the requests are spread over (see the package comment); zero means
+	// self-contained 2026-07-28 requests.
+	Sessions int
 	// Header holds extra request headers (such as Authorization); they are
 	// added to the ones every request carries.
 	Header http.Header
@@ -125,11 +159,20 @@ type Client struct {
 	url    string
 	conns  int
 	text   string
-	body   []byte
-	header http.Header
+	body   []byte      // the 2026-07-28 request; with sessions, what follows its id
+	header http.Header // the 2026-07-28 request's; with sessions, initialize's
 	tr     *http.Transport
 	hc     *http.Client
 	dials  atomic.Int64
+
+	nsessions int        // Config.Sessions
+	sessions  []*session // opened on first use
+}
+
+// session is an initialize-generation session.
+type session struct {
+	header http.Header // with its Mcp-Session-Id and MCP-Protocol-Version
+	id     atomic.Int64
 }
 
 // New returns a Client for cfg. It opens no connection yet. Call Close when
@@ -142,17 +185,30 @@ func New(cfg Config) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("httpload: URL %q is not an http:// or https:// URL", cfg.URL)
 	}
-	c := &Client{url: cfg.URL, conns: max(cfg.Conns, 1), text: cfg.Text}
+	c := &Client{url: cfg.URL, conns: max(cfg.Conns, 1), text: cfg.Text, nsessions: max(cfg.Sessions, 0)}
 	if c.text == "" {
 		c.text = DefaultText
+	}
+	tool := cfg.Tool
+	if tool == "" {
+		tool = DefaultTool
 	}
 	quoted, err := json.Marshal(c.text)
 	if err != nil {
 		return nil, fmt.Errorf("httpload: Text: %w", err)
 	}
-	c.body = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":` +
-		string(quoted) + `},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + ProtocolVersion +
-		`","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	quotedTool, err := json.Marshal(tool)
+	if err != nil {
+		return nil, fmt.Errorf("httpload: Tool: %w", err)
+	}
+	if c.nsessions > 0 {
+		c.body = []byte(`,"method":"tools/call","params":{"name":` + string(quotedTool) + `,"arguments":{"text":` +
+			string(quoted) + `}}}`)
+	} else {
+		c.body = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":` + string(quotedTool) +
+			`,"arguments":{"text":` + string(quoted) + `},"_meta":{"io.modelcontextprotocol/protocolVersion":"` +
+			ProtocolVersion + `","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	}
 
 	c.header = http.Header{}
 	for k, vs := range cfg.Header {
@@ -162,9 +218,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.header.Set("Content-Type", "application/json")
 	c.header.Set("Accept", "application/json, text/event-stream")
-	c.header.Set("MCP-Protocol-Version", ProtocolVersion)
-	c.header.Set("Mcp-Method", "tools/call")
-	c.header.Set("Mcp-Name", "echo")
+	if c.nsessions == 0 {
+		c.header.Set("MCP-Protocol-Version", ProtocolVersion)
+		c.header.Set("Mcp-Method", "tools/call")
+		c.header.Set("Mcp-Name", tool)
+	}
 
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	c.tr = &http.Transport{
@@ -193,12 +251,16 @@ func (c *Client) Close() {
 // Call sends one request outside any measurement, and returns the answer's
 // JSON-RPC message, or an error saying why the answer is not good.
 func (c *Client) Call(ctx context.Context) ([]byte, error) {
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	r, err := c.do(ctx, &buf)
+	body, header, id := c.request(0)
+	r, err := c.do(ctx, body, header, &buf)
 	if err != nil {
 		return nil, fmt.Errorf("httpload: %w", err)
 	}
-	msg, err := c.check(buf.Bytes(), r)
+	msg, err := c.check(buf.Bytes(), r, id)
 	if err != nil {
 		return msg, fmt.Errorf("httpload: %w", err)
 	}
@@ -243,15 +305,19 @@ func Until(requests int, d time.Duration) (func() bool, error) {
 // free, and stops when next returns false. next can be a benchmark's
 // (*testing.B).Loop: each iteration is then one request.
 func (c *Client) DriveFunc(ctx context.Context, next func() bool) (Result, error) {
+	if err := c.open(ctx); err != nil {
+		return Result{}, err
+	}
 	bufs := make([]bytes.Buffer, c.conns)
 	dials := c.dials.Load()
 	res, err := DriveWorkers(ctx, c.conns, next, func(ctx context.Context, worker int) (Exchange, error) {
 		buf := &bufs[worker]
-		r, err := c.do(ctx, buf)
+		body, header, id := c.request(worker)
+		r, err := c.do(ctx, body, header, buf)
 		if err != nil {
 			return Exchange{}, err
 		}
-		_, bad := c.check(buf.Bytes(), r)
+		_, bad := c.check(buf.Bytes(), r, id)
 		return Exchange{Latency: r.latency, SSE: r.sse, Bad: bad}, nil
 	})
 	res.Dials = int(c.dials.Load() - dials)
@@ -353,9 +419,73 @@ type tally struct {
 	latencies             []time.Duration
 }
 
+// request returns the body, headers and JSON-RPC id of worker's next
+// tools/call.
+func (c *Client) request(worker int) ([]byte, http.Header, string) {
+	if c.nsessions == 0 {
+		return c.body, c.header, "1"
+	}
+	s := c.sessions[worker%len(c.sessions)]
+	id := strconv.FormatInt(s.id.Add(1), 10)
+	body := make([]byte, 0, 24+len(id)+len(c.body))
+	body = append(append(append(body, `{"jsonrpc":"2.0","id":`...), id...), c.body...)
+	return body, s.header, id
+}
+
+// open opens the sessions not opened yet, when the client has any: each with
+// initialize and notifications/initialized.
+func (c *Client) open(ctx context.Context) error {
+	for len(c.sessions) < c.nsessions {
+		var buf bytes.Buffer
+		r, err := c.do(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+
+			LegacyProtocolVersion+`","capabilities":{},"clientInfo":{"name":"httpload","version":"1.0.0"}}}`),
+			c.header, &buf)
+		if err != nil {
+			return fmt.Errorf("httpload: initialize: %w", err)
+		}
+		if r.bad != "" {
+			return fmt.Errorf("httpload: initialize: %s", r.bad)
+		}
+		msg := buf.Bytes()
+		if r.sse {
+			for data := range sseData(msg) {
+				msg = data
+				if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
+					break
+				}
+			}
+		}
+		var a struct {
+			Result *struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(msg, &a) != nil || a.Result == nil || a.Result.ProtocolVersion == "" {
+			return fmt.Errorf("httpload: initialize: not a result with a protocolVersion: %s", clip(msg))
+		}
+		s := &session{header: c.header.Clone()}
+		s.id.Store(1)
+		s.header.Set("MCP-Protocol-Version", a.Result.ProtocolVersion)
+		if r.session != "" {
+			s.header.Set("Mcp-Session-Id", r.session)
+		}
+		r, err = c.do(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), s.header, &buf)
+		if err != nil {
+			return fmt.Errorf("httpload: notifications/initialized: %w", err)
+		}
+		if r.status != http.StatusAccepted && r.status != http.StatusOK {
+			return fmt.Errorf("httpload: notifications/initialized: HTTP %d: %s", r.status, clip(buf.Bytes()))
+		}
+		c.sessions = append(c.sessions, s)
+	}
+	return nil
+}
+
 // reply is what do learnt of an answer besides its body.
 type reply struct {
 	latency time.Duration
+	status  int
+	session string // the Mcp-Session-Id header
 	sse     bool   // the body is a text/event-stream
 	bad     string // when not empty, why the answer is bad before its body is read
 }
@@ -363,14 +493,14 @@ type reply struct {
 // do sends one request and reads its answer into buf. An answer that is not
 // a 200 with a JSON or SSE body is not an error here but a reply with bad
 // set; errors are failed exchanges.
-func (c *Client) do(ctx context.Context, buf *bytes.Buffer) (reply, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
+func (c *Client) do(ctx context.Context, body []byte, header http.Header, buf *bytes.Buffer) (reply, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return reply{}, err
 	}
 	// The transport does not modify a request's headers, so every request
 	// can share the one map.
-	req.Header = c.header
+	req.Header = header
 	buf.Reset()
 	t0 := time.Now()
 	resp, err := c.hc.Do(req)
@@ -379,7 +509,7 @@ func (c *Client) do(ctx context.Context, buf *bytes.Buffer) (reply, error) {
 	}
 	_, err = buf.ReadFrom(resp.Body)
 	resp.Body.Close()
-	r := reply{latency: time.Since(t0)}
+	r := reply{latency: time.Since(t0), status: resp.StatusCode, session: resp.Header.Get("Mcp-Session-Id")}
 	if err != nil {
 		return r, fmt.Errorf("reading the answer: %w", err)
 	}
@@ -416,8 +546,8 @@ type answer struct {
 
 // check finds the JSON-RPC response in an answer's body, a JSON message or
 // an SSE stream, and returns it with an error saying why it is not the
-// expected echo.
-func (c *Client) check(body []byte, r reply) ([]byte, error) {
+// expected echo, the answer to id.
+func (c *Client) check(body []byte, r reply, id string) ([]byte, error) {
 	if r.bad != "" {
 		return nil, errors.New(r.bad)
 	}
@@ -446,8 +576,8 @@ func (c *Client) check(body []byte, r reply) ([]byte, error) {
 		}
 	}
 	switch {
-	case a.JSONRPC != "2.0" || string(a.ID) != "1":
-		return msg, fmt.Errorf("not the JSON-RPC 2.0 response to id 1: %s", clip(msg))
+	case a.JSONRPC != "2.0" || string(a.ID) != id:
+		return msg, fmt.Errorf("not the JSON-RPC 2.0 response to id %s: %s", id, clip(msg))
 	case a.Error != nil:
 		return msg, fmt.Errorf("error %d: %s", a.Error.Code, a.Error.Message)
 	case a.Result == nil:

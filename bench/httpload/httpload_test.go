@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/mcp"
 )
 
 func TestMain(m *testing.M) {
@@ -490,5 +494,172 @@ func TestSSEData(t *testing.T) {
 	}
 	if want := []string{"a\nb", "c", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+// relayServer serves an mcp.Server with an echo tool through httpx.NewMCPHandler on
+// 127.0.0.1, behind a handler that records the Mcp-Session-Id of each tools/call ("" when
+// it has none).
+func relayServer(t *testing.T) (*httptest.Server, func() map[string]int) {
+	t.Helper()
+	s := mcp.NewServer(mcp.Implementation{Name: "httpload-test", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(in.Text), nil
+		})
+	h := httpx.NewMCPHandler(s, nil)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"tools/call"`) {
+			mu.Lock()
+			calls[r.Header.Get("Mcp-Session-Id")]++
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	return srv, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(calls)
+	}
+}
+
+// TestSessionsOnRelay drives a real server in the initialize generation: every tools/call
+// comes on one of the sessions opened, the requests spread over them.
+func TestSessionsOnRelay(t *testing.T) {
+	srv, calls := relayServer(t)
+	c, err := New(Config{URL: srv.URL + "/mcp", Conns: 8, Sessions: 3, Text: `say "hi"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Call(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Drive(t.Context(), 300, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, res, 300, 0)
+	got := calls()
+	if len(got) != 3 || got[""] != 0 {
+		t.Fatalf("tools/call per Mcp-Session-Id: %v; want 3 sessions", got)
+	}
+	// The same server answers self-contained 2026-07-28 requests too.
+	bare, err := New(Config{URL: srv.URL + "/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	if _, err := bare.Call(t.Context()); err != nil {
+		t.Fatalf("2026-07-28 request: %v", err)
+	}
+}
+
+// TestSessionsSSE drives a server that gives no session id, answers initialize and
+// tools/call as one-event SSE streams, and negotiates an older version: each call carries
+// that version, the tool asked for and an id of its own, and an answer to another id is bad.
+func TestSessionsSSE(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		problems []string
+		ids      = map[string]bool{}
+		wrongID  atomic.Bool
+	)
+	problem := func(format string, args ...any) {
+		mu.Lock()
+		problems = append(problems, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req request
+		if err := json.Unmarshal(body, &req); err != nil {
+			problem("body %s: %v", body, err)
+		}
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			problem("%s with a session id", req.Method)
+		}
+		sse := func(msg string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: "+msg+"\n\n")
+		}
+		switch req.Method {
+		case "initialize":
+			if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+				problem("initialize with MCP-Protocol-Version %q", v)
+			}
+			sse(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"x","version":"1"}}}`)
+			return
+		case "notifications/initialized":
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "2025-06-18" {
+			problem("%s with MCP-Protocol-Version %q", req.Method, v)
+		}
+		if req.Method != "tools/call" || req.Params.Name != "proxied_echo" || req.Params.Meta != nil {
+			problem("request %s", body)
+		}
+		mu.Lock()
+		if ids[string(req.ID)] {
+			problems = append(problems, "id "+string(req.ID)+" sent twice")
+		}
+		ids[string(req.ID)] = true
+		mu.Unlock()
+		id := req.ID
+		if wrongID.Load() {
+			id = json.RawMessage("1")
+		}
+		q, _ := json.Marshal(req.Params.Arguments.Text)
+		sse(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":` + string(q) + `}]}}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL + "/mcp", Conns: 4, Sessions: 1, Tool: "proxied_echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Drive(t.Context(), 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, res, 100, 0)
+	if res.SSE != 100 {
+		t.Errorf("%d SSE answers, want 100", res.SSE)
+	}
+	wrongID.Store(true)
+	if _, err := c.Call(t.Context()); err == nil || !strings.Contains(err.Error(), "response to id 102") {
+		t.Errorf("an answer to another id: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatal(strings.Join(problems, "\n"))
+	}
+}
+
+// TestSessionsRefused: a failed initialize fails Call and Drive.
+func TestSessionsRefused(t *testing.T) {
+	srv := fake(t, jsonAnswer) // answers 400 to initialize
+	c, err := New(Config{URL: srv.URL + "/mcp", Sessions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Call(t.Context()); err == nil || !strings.Contains(err.Error(), "initialize: HTTP 400") {
+		t.Errorf("Call: %v", err)
+	}
+	if _, err := c.Drive(t.Context(), 1, 0); err == nil {
+		t.Error("Drive succeeded")
 	}
 }
