@@ -335,8 +335,11 @@ func TestKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Dials != 0 || opened.Load() != conns {
-		t.Fatalf("second drive: %d dials, %d connections opened in all; want 0 and %d", res.Dials, opened.Load(), conns)
+	// The connections are kept: 400 requests, no more than one new connection (net/http may
+	// replace one whose return to the idle pool raced with the next request, as a loaded CI
+	// machine showed once).
+	if res.Dials > 1 || opened.Load() > conns+1 {
+		t.Fatalf("second drive: %d dials, %d connections opened in all; want at most 1 and %d", res.Dials, opened.Load(), conns+1)
 	}
 }
 
