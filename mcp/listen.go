@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
@@ -52,14 +53,36 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 			return nil, errTasksRequired("task notifications (notifications.taskIds)")
 		}
 		honoured.TaskIDs = nil
-		for _, id := range p.Notifications.TaskIDs { // those the caller may see, and no more
-			if _, err := s.taskStore().Get(ctx, principal, id); err == nil && len(honoured.TaskIDs) < maxListenTasks &&
-				!slices.Contains(honoured.TaskIDs, id) {
-				honoured.TaskIDs = append(honoured.TaskIDs, id)
+		if s.opts.TaskHandler == nil {
+			for _, id := range p.Notifications.TaskIDs { // those the caller may see, and no more
+				if _, err := s.taskStore().Get(ctx, principal, id); err == nil && len(honoured.TaskIDs) < maxListenTasks &&
+					!slices.Contains(honoured.TaskIDs, id) {
+					honoured.TaskIDs = append(honoured.TaskIDs, id)
+				}
 			}
 		}
 	}
 	subMeta := map[string]json.RawMessage{MetaSubscriptionID: json.RawMessage(rt.ID)}
+	acked := make(chan struct{}) // closed once the acknowledgement is out, which comes first
+	if ids := p.Notifications.TaskIDs; len(ids) > 0 && s.opts.TaskHandler != nil && s.opts.TaskListen != nil {
+		// The tasks are another's (a gateway's servers'): followed there, told here.
+		meta, _ := json.Marshal(subMeta)
+		var wait func()
+		honoured.TaskIDs, wait = s.opts.TaskListen(ctx, ids[:min(len(ids), maxListenTasks)], func(task json.RawMessage) {
+			select {
+			case <-acked:
+			case <-ctx.Done():
+				return
+			}
+			if jsonrpc.IsObject(task) {
+				rt.Notify("notifications/tasks", json.RawMessage(jsonrpc.SetMember(task, "_meta", meta)))
+			}
+		})
+		defer wait()
+	}
+	var once sync.Once
+	ack := func() { once.Do(func() { close(acked) }) }
+	defer ack() // before wait, above: a notify waiting for it returns
 
 	changes := s.hub.subscribe()
 	defer s.hub.unsubscribe(changes)
@@ -69,6 +92,7 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	}{honoured, subMeta}); err != nil {
 		return nil, err
 	}
+	ack()
 	for {
 		select {
 		case <-ctx.Done():

@@ -54,6 +54,12 @@ type ServerOptions struct {
 	// server that owns the task. A request whose client did not declare the extension is
 	// refused with -32021 before it.
 	TaskHandler MethodHandler
+	// TaskListen, with TaskHandler, follows the tasks a subscriptions/listen names
+	// (notifications.taskIds) in place of the server's TaskStore: it returns the ids it
+	// follows, then gives notify each task's notifications/tasks params (the whole task, as
+	// tasks/get answers it) until ctx ends, and its wait returns once it has stopped. Without
+	// it, a server with TaskHandler follows no task.
+	TaskListen func(ctx context.Context, ids []string, notify func(task json.RawMessage)) (followed []string, wait func())
 	// DeclareLists declares tools, prompts and resources (with listChanged and subscribe)
 	// while they are empty too, and serves their empty lists: the entries of a server that
 	// adds them at run time (a gateway's) come after hosts have asked what it offers and

@@ -121,11 +121,13 @@ func (in *inbox) remove(l *listener) {
 // 2026-07-28, Basic › Subscriptions). Under the initialize generation it sends
 // resources/subscribe for each of filter.ResourceSubscriptions, and
 // resources/unsubscribe when it ends (Server Features › Resources › Subscriptions); the
-// list_changed notifications the server sends unasked are filtered here.
-func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn func(method string, params json.RawMessage)) error {
+// list_changed notifications the server sends unasked are filtered here. Tasks
+// (filter.TaskIDs) are followed under 2026-07-28 only, by a client that declares the tasks
+// extension (WithClientCapabilities, for one).
+func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn func(method string, params json.RawMessage), opts ...CallOption) error {
 	if c.modern {
 		_, err := c.call(ctx, request{method: "subscriptions/listen", params: map[string]any{"notifications": filter}},
-			WithNotifications(fn))
+			append(opts[:len(opts):len(opts)], WithNotifications(fn))...)
 		if ctx.Err() != nil {
 			return nil
 		}
