@@ -62,16 +62,25 @@
 // Tasks (io.modelcontextprotocol/tasks) follow their id: a 2026-07-28 host that declared the
 // extension gets an upstream's task under an id of the gateway's that names the upstream,
 // and its tasks/get, tasks/update and tasks/cancel go to that upstream; for a host of the
-// initialize generation the gateway waits for the task and answers with its result.
+// initialize generation the gateway waits for the task and answers with its result. A
+// host's subscriptions/listen that names tasks follows them at their upstreams (of the
+// 2026-07-28 generation), with a listen of the gateway's own for each, and hears their
+// notifications/tasks under the gateway's ids.
+//
+// # Caching
+//
+// The gateway declares tools, prompts and resources whatever its upstreams offer now, so
+// that a host that listens before the first one is up hears of it. Its lists may be reused
+// (ttlMs, cacheScope) for as long as the least reusable of the upstreams' lists allows, and
+// by the user alone if one of them says private; a resource read keeps what its upstream
+// said. Its other results say not to reuse them.
 //
 // # Not yet
 //
-// Not yet: an upstream's notifications/tasks on listen streams; a 2026-07-28 host's
-// questions to an upstream of the initialize generation; an interactive OAuth flow for
-// remote upstreams (a gateway has no user at a browser: the client credentials grant,
-// "relay": {"oauth": ...}, or a token in "headers"); ttlMs and cacheScope merged from the
-// upstreams (the gateway's lists say ttlMs 0: not to be reused); the upstreams' log level
-// set to the lowest any session asked for (it is debug, and each host's own level
-// filters). Over stdio an upstream's log messages name no request: they reach the host's
-// call only while it is the one call in flight to that upstream.
+// Not yet: a 2026-07-28 host's questions to an upstream of the initialize generation; an
+// interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
+// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); the
+// upstreams' log level set to the lowest any session asked for (it is debug, and each
+// host's own level filters). Over stdio an upstream's log messages name no request: they
+// reach the host's call only while it is the one call in flight to that upstream.
 package gateway

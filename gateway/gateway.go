@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Instructions: "relay gateway: the tools and prompts of several MCP servers, each named PREFIX" + g.opts.Separator + "NAME.",
 		Middleware:   []mcp.Middleware{g.middleware},
 		TaskHandler:  g.task,
+		TaskListen:   g.taskListen,
 		// Servers come and go: a host that asked before the first one was up hears of it.
 		DeclareLists: true,
 		Cache:        g.cache,
@@ -394,7 +396,12 @@ func (u *upstream) ownTaskID(res json.RawMessage) json.RawMessage {
 	if !ok {
 		return res
 	}
-	return jsonrpc.SetMember(res, "taskId", quote(base64.RawURLEncoding.EncodeToString([]byte(u.cfg.Name))+"."+id))
+	return jsonrpc.SetMember(res, "taskId", quote(u.taskID(id)))
+}
+
+// taskID returns the gateway's id of the upstream's task own.
+func (u *upstream) taskID(own string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(u.cfg.Name)) + "." + own
 }
 
 // task serves tasks/get, tasks/update and tasks/cancel (the io.modelcontextprotocol/tasks
@@ -403,22 +410,9 @@ func (u *upstream) ownTaskID(res json.RawMessage) json.RawMessage {
 func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
 	params := req.Params()
 	id, _ := stringField(params, "taskId")
-	unknown := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id", id),
-		Data: map[string]any{"taskId": id}}
-	enc, own, ok := strings.Cut(id, ".")
-	name, err := base64.RawURLEncoding.DecodeString(enc)
-	if !ok || err != nil {
-		return nil, unknown
-	}
-	var u *upstream
-	for _, up := range g.upstreams() {
-		if up.cfg.Name == string(name) {
-			u = up
-		}
-	}
-	if u == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: its server %q is no longer in relay gateway's configuration", id, name),
-			Data: map[string]any{"taskId": id, "upstream": string(name)}}
+	u, own, err := g.taskOwner(id)
+	if err != nil {
+		return nil, err
 	}
 	c, err := u.ready()
 	if err != nil {
@@ -431,6 +425,90 @@ func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
 	}
 	return passOn(u.ownTaskID(res), true, false), nil
 }
+
+// taskOwner returns the upstream that runs the task the gateway's id names, and the
+// upstream's own id of it.
+func (g *Gateway) taskOwner(id string) (*upstream, string, error) {
+	enc, own, ok := strings.Cut(id, ".")
+	name, err := base64.RawURLEncoding.DecodeString(enc)
+	if !ok || err != nil {
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id", id),
+			Data: map[string]any{"taskId": id}}
+	}
+	for _, u := range g.upstreams() {
+		if u.cfg.Name == string(name) {
+			return u, own, nil
+		}
+	}
+	return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: its server %q is no longer in relay gateway's configuration", id, name),
+		Data: map[string]any{"taskId": id, "upstream": string(name)}}
+}
+
+// taskListen is the gateway's server's TaskListen: the tasks a host's subscriptions/listen
+// names are followed at the servers that run them (2026-07-28 ones), each with a listen of
+// the gateway's own, and what those tell of them (notifications/tasks) is told to the host
+// under the gateway's task ids. It waits for those listens' acknowledgements (up to
+// taskListenWait), to say which tasks are followed.
+func (g *Gateway) taskListen(ctx context.Context, ids []string, notify func(json.RawMessage)) ([]string, func()) {
+	owned := map[*upstream][]string{}
+	for _, id := range ids {
+		if u, own, err := g.taskOwner(id); err == nil && !slices.Contains(owned[u], own) {
+			owned[u] = append(owned[u], own)
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		followed []string
+		acks     []chan struct{}
+	)
+	caps := json.RawMessage(`{"extensions":{"` + mcp.ExtensionTasks + `":{}}}`)
+	for u, owns := range owned {
+		c, err := u.ready()
+		if err != nil || !c.Modern() {
+			continue // down, or a server of the initialize generation: no listen follows tasks
+		}
+		acked := make(chan struct{})
+		acks = append(acks, acked)
+		var once sync.Once
+		wg.Go(func() { // ends with ctx: the host's listen
+			defer once.Do(func() { close(acked) })
+			c.Listen(ctx, mcp.SubscriptionFilter{TaskIDs: owns}, func(method string, params json.RawMessage) {
+				switch method {
+				case "notifications/subscriptions/acknowledged":
+					var p struct {
+						Notifications mcp.SubscriptionFilter `json:"notifications"`
+					}
+					json.Unmarshal(params, &p)
+					mu.Lock()
+					for _, own := range p.Notifications.TaskIDs {
+						followed = append(followed, u.taskID(own))
+					}
+					mu.Unlock()
+					once.Do(func() { close(acked) })
+				case "notifications/tasks":
+					notify(passOn(u.ownTaskID(params), true, false))
+				}
+			}, client.WithClientCapabilities(caps))
+		})
+	}
+	deadline := time.NewTimer(taskListenWait)
+	defer deadline.Stop()
+	for _, acked := range acks {
+		select {
+		case <-acked:
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(followed), wg.Wait
+}
+
+// taskListenWait bounds how long a host's listen waits for the servers' acknowledgements
+// of the tasks it names.
+const taskListenWait = 10 * time.Second
 
 // hostKey is the context key of the host's request a call to an upstream is made for.
 type hostKey struct{}

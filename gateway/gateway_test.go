@@ -339,8 +339,8 @@ func TestGateway_TasksFollowTheirIDToTheUpstream(t *testing.T) {
 	}
 }
 
-// listedTools is toolNames, where a gateway that has no tool at all (and so does not
-// declare tools: tools/list is -32601) lists none.
+// listedTools is toolNames, where a server that does not declare tools (tools/list is
+// -32601) lists none.
 func listedTools(t *testing.T, c *client.Client) []string {
 	t.Helper()
 	var out []string
@@ -355,4 +355,65 @@ func listedTools(t *testing.T, c *client.Client) []string {
 		out = append(out, tool.Name)
 	}
 	return out
+}
+
+// A host's listen follows a task the gateway handed out: the acknowledgement names it, and
+// notifications/tasks tell of it under the gateway's id until it is done (MCP 2026-07-28,
+// io.modelcontextprotocol/tasks, and Basic › Subscriptions).
+func TestGateway_ListenFollowsATaskAtItsServer(t *testing.T) {
+	f := twoServers(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	// Long enough for the listen to be in force before the task is done.
+	task, err := c.StartTool(ctx, "ev__slow_compute", map[string]float64{"seconds": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type heard struct {
+		method string
+		params json.RawMessage
+	}
+	notes := make(chan heard, 64)
+	lctx, stop := context.WithCancel(ctx)
+	listened := make(chan error, 1)
+	go func() {
+		listened <- c.Listen(lctx, mcp.SubscriptionFilter{TaskIDs: []string{task.ID, "bm8tc3VjaA.x"}}, func(method string, params json.RawMessage) {
+			select {
+			case notes <- heard{method, params}:
+			default:
+			}
+		})
+	}()
+	defer func() { stop(); <-listened }()
+	next := func() heard {
+		select {
+		case n := <-notes:
+			return n
+		case <-ctx.Done():
+			t.Fatal("the listen told nothing more")
+			return heard{}
+		}
+	}
+	var ack struct {
+		Notifications mcp.SubscriptionFilter `json:"notifications"`
+	}
+	if n := next(); n.method != "notifications/subscriptions/acknowledged" || json.Unmarshal(n.params, &ack) != nil ||
+		!slices.Equal(ack.Notifications.TaskIDs, []string{task.ID}) {
+		t.Fatalf("first %s %s, want the acknowledgement naming %s alone", n.method, n.params, task.ID)
+	}
+	for {
+		n := next()
+		var p struct {
+			TaskID string `json:"taskId"`
+			Status string `json:"status"`
+			Meta   map[string]json.RawMessage
+		}
+		if n.method != "notifications/tasks" || json.Unmarshal(n.params, &p) != nil || p.TaskID != task.ID {
+			t.Fatalf("heard %s %s, want notifications/tasks of %s", n.method, n.params, task.ID)
+		}
+		if p.Status == "completed" {
+			break
+		}
+	}
 }
