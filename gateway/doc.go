@@ -36,8 +36,10 @@
 // are declared on each call to the upstream, and what an upstream asks of its client
 // (elicitation, sampling, roots) is asked of the host whose request it answers: a
 // server-to-client request for a host of the initialize generation, the upstream's
-// input_required result as it is for a 2026-07-28 host. Every upstream is told the lowest
-// log level (debug); each host gets only what its own level asks for. Resource updates of
+// input_required result as it is for a 2026-07-28 host. A 2026-07-28 upstream is asked,
+// on each call, for the log level of the host whose call it is (none when the host asked
+// for none); an upstream of the initialize generation, whose level is its session's, is
+// told debug, and each host gets only what its own level asks for. Resource updates of
 // every resource an upstream lists are subscribed to, and reach only the hosts that
 // subscribed. An upstream that is down drops out of the lists; a call that names it is
 // answered with an error that names it.
@@ -79,8 +81,8 @@
 //
 // Not yet: a 2026-07-28 host's questions to an upstream of the initialize generation; an
 // interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
-// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); the
-// upstreams' log level set to the lowest any session asked for (it is debug, and each
-// host's own level filters). Over stdio an upstream's log messages name no request: they
+// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); an
+// initialize-generation upstream's log level set to the lowest any host asked for (it is
+// debug, and each host's own level filters). Over stdio an upstream's log messages name no request: they
 // reach the host's call only while it is the one call in flight to that upstream.
 package gateway

@@ -323,6 +323,11 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		// becomes the host's, under the host's token.
 		opts = append(opts, client.WithProgress(func(p client.Progress) { req.Progress(p.Progress, p.Total, p.Message) }))
 	}
+	if level := req.LogLevel(); level != "" {
+		// MCP 2026-07-28, Utilities › Logging: a 2026-07-28 upstream sends the messages the
+		// host asked for, and no others (the initialize generation's level is its session's).
+		opts = append(opts, client.WithLogLevel(string(level)))
+	}
 	opts = append(opts, client.WithNotifications(func(method string, params json.RawMessage) {
 		if method != "notifications/message" {
 			return

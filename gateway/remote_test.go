@@ -280,3 +280,46 @@ func collectAll[T any](seq func(yield func(T, error) bool)) ([]T, error) {
 	}
 	return out, nil
 }
+
+// A 2026-07-28 upstream is asked, on each call, for the log level the host asked for, and
+// for none when the host asked for none (MCP 2026-07-28, Utilities › Logging); a host of
+// the initialize generation's session level goes the same way.
+func TestGateway_UpstreamIsAskedTheHostsLogLevel(t *testing.T) {
+	asked := make(chan mcp.LoggingLevel, 8)
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, &mcp.ServerOptions{
+		Middleware: []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, req *mcp.Request) (any, error) {
+				if req.Method() == "tools/call" {
+					asked <- req.LogLevel()
+				}
+				return next(ctx, req)
+			}
+		}}})
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, nil)
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	modern := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	legacy := connect(t, client.HTTP(serveHTTP(t, f.g.Server())), client.WithVersion(mcp.Version20251125))
+	if err := legacy.SetLogLevel(context.Background(), mcp.LevelNotice); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		c    *client.Client
+		opts []client.CallOption
+		want mcp.LoggingLevel
+	}{
+		{modern, []client.CallOption{client.WithLogLevel("warning")}, mcp.LevelWarning},
+		{modern, nil, ""},
+		{legacy, nil, mcp.LevelNotice},
+	} {
+		if _, err := c.c.CallTool(context.Background(), "far__note", noteIn{Text: "x"}, c.opts...); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-asked; got != c.want {
+			t.Errorf("the upstream was asked for log level %q, want %q", got, c.want)
+		}
+	}
+}

@@ -286,9 +286,10 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 
 // serve follows a connected upstream until ctx ends (nil) or the upstream is lost (why).
 func (u *upstream) serve(ctx context.Context, c *client.Client) error {
-	if jsonrpc.Field(c.Capabilities(), "logging") != nil {
-		// Every message comes to the gateway, which passes on to each host what it asked for
-		// (Request.Log filters by the host's level).
+	if jsonrpc.Field(c.Capabilities(), "logging") != nil && !c.Modern() {
+		// The level is the session's: every message comes to the gateway, which passes on to
+		// each host what it asked for (Request.Log filters by the host's level). A 2026-07-28
+		// upstream is told each call's host's own level instead (forward).
 		if err := c.SetLogLevel(ctx, mcp.LevelDebug); err != nil && errors.Is(err, client.ErrClosed) {
 			return err
 		}

@@ -37,6 +37,10 @@ var levelRank = map[LoggingLevel]int{
 	LevelError: 4, LevelCritical: 5, LevelAlert: 6, LevelEmergency: 7,
 }
 
+// levels are the levels by rank.
+var levels = [...]LoggingLevel{LevelDebug, LevelInfo, LevelNotice, LevelWarning,
+	LevelError, LevelCritical, LevelAlert, LevelEmergency}
+
 // requestMeta is what the server knows of a request beyond its params: its era, the version
 // and capabilities it runs under, and what it opted into.
 type requestMeta struct {
@@ -132,6 +136,17 @@ type progressParams struct {
 	Progress float64         `json:"progress"`
 	Total    float64         `json:"total,omitempty"`
 	Message  string          `json:"message,omitempty"`
+}
+
+// LogLevel returns the lowest level of the log messages the client asked for with this
+// request (its session's logging/setLevel, or the request's _meta logLevel under
+// 2026-07-28), or "" when it asked for none: those are what Log sends. A proxy passes it
+// on, so that its server sends no more than the client wants.
+func (r *Request) LogLevel() LoggingLevel {
+	if r.meta.logLevel < 0 || int(r.meta.logLevel) >= len(levels) {
+		return ""
+	}
+	return levels[r.meta.logLevel]
 }
 
 // Log sends a log message tied to this request, if the client asked for messages at this

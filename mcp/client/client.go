@@ -184,8 +184,8 @@ func ReturnInputRequired() CallOption {
 // WithLogLevel asks a 2026-07-28 server for the call's log messages at level and above
 // (io.modelcontextprotocol/logLevel in the request's _meta, MCP 2026-07-28, Utilities ›
 // Logging); they reach WithNotifications as notifications/message. The initialize
-// generation sets a level for the whole session with logging/setLevel instead, which this
-// client does not send yet: there the option does nothing.
+// generation sets a level for the whole session with logging/setLevel instead
+// (SetLogLevel): there the option does nothing.
 func WithLogLevel(level string) CallOption {
 	return callOptionFunc(func(o *callOptions) { o.logLevel = level })
 }
