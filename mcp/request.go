@@ -367,6 +367,19 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 	return ErrInputRequired
 }
 
+// Interactive runs fn as a tool, prompt or resource handler that may ask the client for
+// input is run, for code that serves such a request itself (a middleware that passes it on
+// to a server of the initialize generation, as a gateway does): under 2026-07-28 the
+// answers the request carries (inputResponses, and those sealed in requestState) are what
+// Elicit, CreateMessage and ListRoots return, and fn's ErrInputRequired becomes an
+// input_required result asking what they asked. target is what the request names (the
+// tool's or prompt's name, the resource's URI) and args its arguments: the requestState is
+// bound to them. Under the initialize generation it only runs fn.
+func (r *Request) Interactive(ctx context.Context, target string, args json.RawMessage, fn func() (any, error)) (any, error) {
+	return r.s.interactive(ctx, r, target, args, jsonrpc.Field(r.rt.Params, "requestState"),
+		jsonrpc.Field(r.rt.Params, "inputResponses"), fn)
+}
+
 // ClientError is what Elicit, CreateMessage and ListRoots return when the client answered
 // with an error (a user who refused, say) or did not answer in time. It deliberately does not
 // unwrap to the client's *jsonrpc.Error: returned from a tool, it becomes a tool error the
