@@ -35,8 +35,10 @@
 // across; completions go to the owner of the prompt or template. The host's capabilities
 // are declared on each call to the upstream, and what an upstream asks of its client
 // (elicitation, sampling, roots) is asked of the host whose request it answers: a
-// server-to-client request for a host of the initialize generation, the upstream's
-// input_required result as it is for a 2026-07-28 host. A 2026-07-28 upstream is asked,
+// server-to-client request for a host of the initialize generation; for a 2026-07-28
+// host, the upstream's input_required result as it is, or, when the upstream is of the
+// initialize generation, an input_required result of the gateway's (the upstream's call
+// is given up, and sent again with the host's answers). A 2026-07-28 upstream is asked,
 // on each call, for the log level of the host whose call it is (none when the host asked
 // for none); an upstream of the initialize generation, whose level is its session's, is
 // told debug, and each host gets only what its own level asks for. Resource updates of
@@ -79,8 +81,7 @@
 //
 // # Not yet
 //
-// Not yet: a 2026-07-28 host's questions to an upstream of the initialize generation; an
-// interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
+// Not yet: an interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
 // client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); an
 // initialize-generation upstream's log level set to the lowest any host asked for (it is
 // debug, and each host's own level filters). Over stdio an upstream's log messages name no request: they

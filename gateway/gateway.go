@@ -364,6 +364,31 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &ts)
 		opts = append(opts, client.WithTraceContext(tp, ts))
 	}
+	if req.Stateless() && !c.Modern() && (req.Method() == "tools/call" || req.Method() == "prompts/get" || req.Method() == "resources/read") {
+		// A server of the initialize generation asks its questions as requests, while the
+		// call waits; a 2026-07-28 host answers them only by sending the call again (MCP
+		// 2026-07-28, Basic › Patterns › Multi-round requests). The gateway asks the host
+		// with input_required and gives up the server's call; the host's retry is sent
+		// again, and the server's questions are answered from the host's answers.
+		target, _ := stringField(params, "name")
+		if req.Method() == "resources/read" {
+			target, _ = stringField(params, "uri")
+		}
+		params = withoutMember(withoutMember(params, "requestState"), "inputResponses")
+		return req.Interactive(ctx, target, jsonrpc.Field(params, "arguments"), func() (any, error) {
+			cctx, cancel := context.WithCancelCause(callCtx)
+			defer cancel(nil)
+			res, err := c.Call(context.WithValue(cctx, hostKey{}, &host{req: req, asked: cancel}), req.Method(), params, opts...)
+			end(err)
+			if errors.Is(context.Cause(cctx), mcp.ErrInputRequired) {
+				return nil, mcp.ErrInputRequired
+			}
+			if err != nil {
+				return nil, u.callError(ctx, req.Method(), err)
+			}
+			return passOn(res, true, req.Method() == "resources/read"), nil
+		})
+	}
 	res, err := c.Call(callCtx, req.Method(), params, opts...)
 	end(err)
 	if err != nil {
@@ -464,7 +489,8 @@ func (g *Gateway) taskListen(ctx context.Context, ids []string, notify func(json
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
-		followed []string
+		followed []string // guarded by mu, as told
+		told     bool     // the host's acknowledgement named followed: no more join
 		acks     []chan struct{}
 	)
 	caps := json.RawMessage(`{"extensions":{"` + mcp.ExtensionTasks + `":{}}}`)
@@ -487,27 +513,36 @@ func (g *Gateway) taskListen(ctx context.Context, ids []string, notify func(json
 					json.Unmarshal(params, &p)
 					mu.Lock()
 					for _, own := range p.Notifications.TaskIDs {
-						followed = append(followed, u.taskID(own))
+						if !told {
+							followed = append(followed, u.taskID(own))
+						}
 					}
 					mu.Unlock()
 					once.Do(func() { close(acked) })
 				case "notifications/tasks":
-					notify(passOn(u.ownTaskID(params), true, false))
+					task := passOn(u.ownTaskID(params), true, false)
+					id, _ := stringField(task, "taskId")
+					mu.Lock()
+					named := slices.Contains(followed, id)
+					mu.Unlock()
+					if named { // not one whose server acknowledged too late to be named
+						notify(task)
+					}
 				}
 			}, client.WithClientCapabilities(caps))
 		})
 	}
-	deadline := time.NewTimer(taskListenWait)
-	defer deadline.Stop()
+	wctx, stop := context.WithTimeout(ctx, taskListenWait)
+	defer stop()
 	for _, acked := range acks {
 		select {
 		case <-acked:
-		case <-deadline.C:
-		case <-ctx.Done():
+		case <-wctx.Done():
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	told = true
 	return slices.Clone(followed), wg.Wait
 }
 
@@ -518,17 +553,32 @@ const taskListenWait = 10 * time.Second
 // hostKey is the context key of the host's request a call to an upstream is made for.
 type hostKey struct{}
 
-func withHost(ctx context.Context, req *mcp.Request) context.Context {
-	return context.WithValue(ctx, hostKey{}, req)
+// host is the host's request a call to an upstream is made for, and, when the host is
+// asked for input with input_required, asked, which gives up the call.
+type host struct {
+	req   *mcp.Request
+	asked context.CancelCauseFunc
 }
 
-// hostOf returns the host's request a call is made for, or an error that says none is.
-func hostOf(ctx context.Context, method string) (*mcp.Request, error) {
-	if req, ok := ctx.Value(hostKey{}).(*mcp.Request); ok {
-		return req, nil
+func withHost(ctx context.Context, req *mcp.Request) context.Context {
+	return context.WithValue(ctx, hostKey{}, &host{req: req})
+}
+
+// ask asks the host for input on behalf of a call to an upstream (elicitation, sampling,
+// roots) with question, a call of the host's request; an input_required for the host gives
+// up the upstream's call.
+func ask[T any](ctx context.Context, method string, question func(req *mcp.Request) (T, error)) (T, error) {
+	h, ok := ctx.Value(hostKey{}).(*host)
+	if !ok {
+		var zero T
+		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-		Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
+	res, err := question(h.req)
+	if errors.Is(err, mcp.ErrInputRequired) && h.asked != nil {
+		h.asked(mcp.ErrInputRequired)
+	}
+	return res, err
 }
 
 // askHost are the client handlers of every upstream: what an upstream asks of its client
@@ -538,28 +588,16 @@ func hostOf(ctx context.Context, method string) (*mcp.Request, error) {
 // 2026-07-28 host gets the upstream's input_required result as it is (see forward).
 func askHost() []client.Option {
 	elicit := func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		req, err := hostOf(ctx, "elicitation/create")
-		if err != nil {
-			return nil, err
-		}
-		return req.Elicit(ctx, p)
+		return ask(ctx, "elicitation/create", func(req *mcp.Request) (*mcp.ElicitResult, error) { return req.Elicit(ctx, p) })
 	}
 	return []client.Option{
 		client.WithElicitation(elicit),
 		client.WithURLElicitation(elicit),
 		client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-			req, err := hostOf(ctx, "sampling/createMessage")
-			if err != nil {
-				return nil, err
-			}
-			return req.CreateMessage(ctx, p)
+			return ask(ctx, "sampling/createMessage", func(req *mcp.Request) (*mcp.CreateMessageResult, error) { return req.CreateMessage(ctx, p) })
 		}),
 		client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
-			req, err := hostOf(ctx, "roots/list")
-			if err != nil {
-				return nil, err
-			}
-			res, err := req.ListRoots(ctx)
+			res, err := ask(ctx, "roots/list", func(req *mcp.Request) (*mcp.ListRootsResult, error) { return req.ListRoots(ctx) })
 			if err != nil {
 				return nil, err
 			}
@@ -578,12 +616,17 @@ func passOn(res json.RawMessage, modern, cacheable bool) json.RawMessage {
 	if !jsonrpc.IsObject(res) {
 		return res
 	}
-	var kind, meta []byte
+	var kind, meta, ttl, scope []byte
 	rest := make([]byte, 0, len(res))
 	jsonrpc.EachMember(res, func(key, value []byte) bool {
 		switch string(key) {
 		case "ttlMs", "cacheScope":
-			if cacheable && !modern {
+			if cacheable {
+				if string(key) == "ttlMs" {
+					ttl = value
+				} else {
+					scope = value
+				}
 				return true
 			}
 		case "resultType":
@@ -611,6 +654,13 @@ func passOn(res json.RawMessage, modern, cacheable bool) json.RawMessage {
 		out = appendMember(out, []byte("_meta"), meta)
 	}
 	out = append(out, rest...)
+	if cacheable && modern && ttl != nil {
+		// Both or neither: a ttlMs that says not for whom is taken as the user's alone.
+		if scope == nil {
+			scope = []byte(`"private"`)
+		}
+		out = appendMember(appendMember(out, []byte("ttlMs"), ttl), []byte("cacheScope"), scope)
+	}
 	if out[len(out)-1] == ',' {
 		out = out[:len(out)-1]
 	}

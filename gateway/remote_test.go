@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -321,5 +322,57 @@ func TestGateway_UpstreamIsAskedTheHostsLogLevel(t *testing.T) {
 		if got := <-asked; got != c.want {
 			t.Errorf("the upstream was asked for log level %q, want %q", got, c.want)
 		}
+	}
+}
+
+// A 2026-07-28 host answers the questions of an upstream of the initialize generation
+// (MCP 2026-07-28, Basic › Patterns › Multi-round requests): the upstream's elicitation
+// request becomes an input_required result, the upstream's call is given up, and the
+// host's retry is sent again, its elicitation answered from the host's answer.
+func TestGateway_ModernHostAnswersALegacyUpstreamsQuestion(t *testing.T) {
+	var runs atomic.Int32
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "confirm"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		runs.Add(1)
+		res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Go on with " + in.Text + "?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.TextResult(fmt.Sprintf("%s: %s %v", in.Text, res.Action, res.Content["ok"])), nil
+	})
+	addr := freeAddr(t)
+	// A server of the initialize generation: server/discover is unknown to it.
+	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"server/discover"`) || strings.Contains(string(body), mcp.MetaProtocolVersion) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"method":"Method not found"}}`, jsonrpc.Field(body, "id"))
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			h.ServeHTTP(w, r)
+		})
+	})
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	var asked atomic.Int32
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()},
+		client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			if p.Message != "Go on with deploy?" {
+				t.Errorf("the host was asked %q", p.Message)
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		}))
+	if !c.Modern() {
+		t.Fatal("the host speaks the initialize generation")
+	}
+	r, err := c.CallTool(context.Background(), "far__confirm", noteIn{Text: "deploy"})
+	if err != nil || text(r) != "deploy: accept true" {
+		t.Fatalf("far__confirm: %q %v", text(r), err)
+	}
+	if asked.Load() != 1 || runs.Load() != 2 {
+		t.Errorf("the host was asked %d times and the upstream ran the tool %d times; want 1 and 2 (the first given up)", asked.Load(), runs.Load())
 	}
 }
