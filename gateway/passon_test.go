@@ -19,6 +19,8 @@ func TestPassOn_KeepsTheResultButWhatIsTheGateways(t *testing.T) {
 		{`{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}},"content":[{"type":"text","text":"hi"}],"ttlMs":5,"cacheScope":"private"}`, true,
 			`{"content":[{"type":"text","text":"hi"}],"ttlMs":5,"cacheScope":"private"}`},
 		{`{"resultType":"complete","contents":[],"ttlMs":5,"cacheScope":"private"}`, false, `{"contents":[]}`},
+		{`{"contents":[],"cacheScope":"public"}`, true, `{"contents":[]}`},
+		{`{"ttlMs":7,"contents":[]}`, true, `{"contents":[],"ttlMs":7,"cacheScope":"private"}`},
 		{`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":1},"isError":true}`, false,
 			`{"_meta":{"k":1},"content":[],"isError":true}`},
 		{`{"inputRequests":{"a":{"method":"roots/list"}},"resultType":"input_required","requestState":"s"}`, true,

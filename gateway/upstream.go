@@ -335,7 +335,13 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			timeout.Stop()
 			return nil
 		case <-acked:
-			listed = u.refresh(ctx, c, changedAll)
+			if listed = u.refresh(ctx, c, changedAll); listed == nil && !slices.Equal(subscribed, u.subscriptions(c)) {
+				// Its resources changed meanwhile: the stream is opened again for the new
+				// ones (and its acknowledgement reads the lists once more, below).
+				stopListen()
+				<-listened
+				startListen()
+			}
 		case err := <-listened:
 			listened <- err // for the loop, below
 		case <-timeout.C:
@@ -482,6 +488,7 @@ func (u *upstream) subscriptions(c *client.Client) []string {
 	for _, r := range u.lists().resources {
 		uris = append(uris, r.URI)
 	}
+	slices.Sort(uris) // compared with the last ones: a server may list them in any order
 	return uris
 }
 

@@ -201,11 +201,11 @@ func (s *Server) finish(ctx context.Context, f *feature, req *Request, stop cont
 	own = own && f.cacheable && jsonrpc.Field(raw, "ttlMs") != nil // a result passed on keeps its server's
 	raw = s.modernResult(raw)
 	if f.cacheable && complete && !own {
-		ttl := s.opts.CacheTTL
+		ttl, private := s.cachePolicy(f.method)
 		if req.meta.retrying {
 			ttl = 0 // results of input_required retries must not be reused
 		}
-		raw = s.cacheable(raw, f.method, ttl)
+		raw = s.cacheable(raw, ttl, private)
 	}
 	return raw, nil
 }

@@ -63,26 +63,18 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 		}
 	}
 	subMeta := map[string]json.RawMessage{MetaSubscriptionID: json.RawMessage(rt.ID)}
-	acked := make(chan struct{}) // closed once the acknowledgement is out, which comes first
+	// The tasks of a server whose tasks are another's (a gateway's servers') are followed
+	// there and told here, by the loop below (after the acknowledgement): notify only
+	// keeps each task's newest word, and never waits.
+	var told taskNews
 	if ids := p.Notifications.TaskIDs; len(ids) > 0 && s.opts.TaskHandler != nil && s.opts.TaskListen != nil {
-		// The tasks are another's (a gateway's servers'): followed there, told here.
-		meta, _ := json.Marshal(subMeta)
+		tctx, stop := context.WithCancel(ctx)
 		var wait func()
-		honoured.TaskIDs, wait = s.opts.TaskListen(ctx, ids[:min(len(ids), maxListenTasks)], func(task json.RawMessage) {
-			select {
-			case <-acked:
-			case <-ctx.Done():
-				return
-			}
-			if jsonrpc.IsObject(task) {
-				rt.Notify("notifications/tasks", json.RawMessage(jsonrpc.SetMember(task, "_meta", meta)))
-			}
-		})
+		told.wake = make(chan struct{}, 1)
+		honoured.TaskIDs, wait = s.opts.TaskListen(tctx, ids[:min(len(ids), maxListenTasks)], told.put)
 		defer wait()
+		defer stop() // before wait: the listen ends, even when ctx does not (a drain)
 	}
-	var once sync.Once
-	ack := func() { once.Do(func() { close(acked) }) }
-	defer ack() // before wait, above: a notify waiting for it returns
 
 	changes := s.hub.subscribe()
 	defer s.hub.unsubscribe(changes)
@@ -92,11 +84,17 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	}{honoured, subMeta}); err != nil {
 		return nil, err
 	}
-	ack()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-told.wake:
+			meta, _ := json.Marshal(subMeta)
+			for _, task := range told.take() {
+				if err := rt.Notify("notifications/tasks", json.RawMessage(jsonrpc.SetMember(task, "_meta", meta))); err != nil {
+					return nil, err
+				}
+			}
 		case <-rt.Draining():
 			raw, _ := json.Marshal(struct {
 				Meta map[string]json.RawMessage `json:"_meta"`
@@ -133,4 +131,42 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 			}
 		}
 	}
+}
+
+// taskNews is what a TaskListen told of the tasks it follows and the listen has not passed
+// on yet: each task's newest word (notifications/tasks carries the whole task), at most
+// one per task followed.
+type taskNews struct {
+	wake chan struct{} // a word is waiting
+	mu   sync.Mutex
+	news map[string]json.RawMessage
+}
+
+// put keeps task, the newest word of its task, and wakes the listen; it never waits.
+func (t *taskNews) put(task json.RawMessage) {
+	id, ok := jsonrpc.Field(task, "taskId"), jsonrpc.IsObject(task)
+	if !ok || id == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.news == nil {
+		t.news = map[string]json.RawMessage{}
+	}
+	if _, known := t.news[string(id)]; known || len(t.news) < maxListenTasks {
+		t.news[string(id)] = task
+	}
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the words waiting, and forgets them.
+func (t *taskNews) take() map[string]json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	news := t.news
+	t.news = nil
+	return news
 }

@@ -57,8 +57,9 @@ type ServerOptions struct {
 	// TaskListen, with TaskHandler, follows the tasks a subscriptions/listen names
 	// (notifications.taskIds) in place of the server's TaskStore: it returns the ids it
 	// follows, then gives notify each task's notifications/tasks params (the whole task, as
-	// tasks/get answers it) until ctx ends, and its wait returns once it has stopped. Without
-	// it, a server with TaskHandler follows no task.
+	// tasks/get answers it) until ctx ends with the listen, and its wait returns once it has
+	// stopped. notify never waits: the listen keeps each task's newest word until it sends
+	// it. Without TaskListen, a server with TaskHandler follows no task.
 	TaskListen func(ctx context.Context, ids []string, notify func(task json.RawMessage)) (followed []string, wait func())
 	// DeclareLists declares tools, prompts and resources (with listChanged and subscribe)
 	// while they are empty too, and serves their empty lists: the entries of a server that
@@ -265,14 +266,20 @@ func (s *Server) mergeResult(obj []byte) json.RawMessage {
 	return out
 }
 
-// cacheable adds ttlMs and cacheScope to an encoded result object of method.
-func (s *Server) cacheable(obj []byte, method string, ttl time.Duration) []byte {
-	scope := `,"cacheScope":"public"`
+// cachePolicy returns the ttlMs and cacheScope of method's cacheable results: Cache's, or
+// CacheTTL and public.
+func (s *Server) cachePolicy(method string) (time.Duration, bool) {
 	if s.opts.Cache != nil {
-		var private bool
-		if ttl, private = s.opts.Cache(method); private {
-			scope = `,"cacheScope":"private"`
-		}
+		return s.opts.Cache(method)
+	}
+	return s.opts.CacheTTL, false
+}
+
+// cacheable adds ttlMs and cacheScope to an encoded result object.
+func (s *Server) cacheable(obj []byte, ttl time.Duration, private bool) []byte {
+	scope := `,"cacheScope":"public"`
+	if private {
+		scope = `,"cacheScope":"private"`
 	}
 	ms, _ := json.Marshal(max(ttl, 0).Milliseconds())
 	out := append([]byte(`{"ttlMs":`), ms...)

@@ -338,5 +338,6 @@ func (s *Server) discoverResult() json.RawMessage {
 		Capabilities      map[string]any `json:"capabilities"`
 		Instructions      string         `json:"instructions,omitempty"`
 	}{ModernVersions, s.reg.Load().modernCaps, s.opts.Instructions})
-	return s.cacheable(s.modernResult(body), "server/discover", s.opts.CacheTTL)
+	ttl, private := s.cachePolicy("server/discover")
+	return s.cacheable(s.modernResult(body), ttl, private)
 }

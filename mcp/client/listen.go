@@ -109,13 +109,15 @@ func (in *inbox) remove(l *listener) {
 // Listen asks the server to tell of the changes filter names and gives each notification
 // of one to fn (notifications/tools/list_changed, …/prompts/list_changed,
 // …/resources/list_changed, …/resources/updated with its uri), in order, on the
-// connection's reading goroutine: fn must return quickly. It returns when ctx ends (nil),
+// connection's reading goroutine: fn must return quickly, and must not call the client
+// (hand the work to another goroutine). It returns when ctx ends (nil),
 // when the server ends the subscription (nil), or when it cannot subscribe.
 //
 // fn's first call is notifications/subscriptions/acknowledged, once the subscription is in
 // force: every change after it is heard, so a list read after it misses nothing. Its
-// params' "notifications" are what the server honours under 2026-07-28, and filter as
-// given under the initialize generation, whose servers do not acknowledge.
+// params' "notifications" are what the server honours: under the initialize generation,
+// whose servers do not acknowledge, the lists whose changes the server declared it tells
+// (listChanged) and the resources subscribed to, never tasks.
 //
 // Under 2026-07-28 it is one subscriptions/listen request that lasts until ctx ends (MCP
 // 2026-07-28, Basic › Subscriptions). Under the initialize generation it sends
@@ -156,9 +158,19 @@ func (c *Client) Listen(ctx context.Context, filter mcp.SubscriptionFilter, fn f
 	l.mu.Lock()
 	c.in.add(l)
 	defer c.in.remove(l)
+	caps := c.Capabilities()
+	tells := func(list string) bool {
+		return string(jsonrpc.Field(jsonrpc.Field(caps, list), "listChanged")) == "true"
+	}
+	honoured := mcp.SubscriptionFilter{
+		ToolsListChanged:      filter.ToolsListChanged && tells("tools"),
+		PromptsListChanged:    filter.PromptsListChanged && tells("prompts"),
+		ResourcesListChanged:  filter.ResourcesListChanged && tells("resources"),
+		ResourceSubscriptions: subscribed,
+	}
 	ack, _ := json.Marshal(struct {
 		Notifications mcp.SubscriptionFilter `json:"notifications"`
-	}{filter})
+	}{honoured})
 	fn("notifications/subscriptions/acknowledged", ack)
 	l.mu.Unlock()
 	<-ctx.Done()
