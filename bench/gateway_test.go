@@ -157,33 +157,5 @@ func benchGatewayHTTP(b *testing.B, cmdFor func(addr string) []string, path stri
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := c.Drive(ctx, 0, warmUp); err != nil {
-		b.Fatalf("%v%s", err, p.stderr.suffix())
-	}
-	// As in benchHTTP: restart the timer when b.Loop ends, so that ns/op counts the requests
-	// still outstanding, like req/s does.
-	res, err := c.DriveFunc(ctx, func() bool {
-		if b.Loop() {
-			return true
-		}
-		b.StartTimer()
-		return false
-	})
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("%v%s", err, p.stderr.suffix())
-	}
-	if res.Errors > 0 {
-		b.Fatalf("%d of %d answers were bad; the first: %s", res.Errors, res.Requests, res.FirstError)
-	}
-	if res.Dials > 0 {
-		b.Logf("%d connections were opened during the measurement, besides the %d of the warm-up", res.Dials, inFlight)
-	}
-	c.Close()
-	if err := p.stop(); err != nil {
-		b.Error(err)
-	}
-	b.ReportMetric(res.PerSecond(), "req/s")
-	b.ReportMetric(float64(res.Percentile(50))/float64(time.Microsecond), "p50-µs")
-	b.ReportMetric(float64(res.Percentile(99))/float64(time.Microsecond), "p99-µs")
+	timedDrive(ctx, b, c, p, inFlight)
 }

@@ -106,15 +106,19 @@ func benchHTTP(b *testing.B, cmd []string, conns int) {
 	} else if testing.Verbose() {
 		b.Logf("answer: %s", msg)
 	}
-	// Warm up untimed: every connection opens, and the server grows its
-	// buffers and pools.
+	timedDrive(ctx, b, c, p, conns)
+}
+
+// timedDrive measures c's requests to the server p serves on conns connections, once warmed
+// up untimed (every connection opens, and the server grows its buffers and pools): each
+// b.Loop iteration hands one request to a free connection. It stops p and reports req/s and
+// the latency's p50 and p99.
+func timedDrive(ctx context.Context, b *testing.B, c *httpload.Client, p *httpProcess, conns int) {
 	if _, err := c.Drive(ctx, 0, warmUp); err != nil {
 		b.Fatalf("%v%s", err, p.stderr.suffix())
 	}
-
-	// Each b.Loop iteration hands one request to a free connection. When
-	// b.Loop ends, it stops the timer with up to conns requests still
-	// outstanding: restart it so that ns/op counts them, like req/s does.
+	// When b.Loop ends, it stops the timer with up to conns requests still outstanding:
+	// restart it so that ns/op counts them, like req/s does.
 	res, err := c.DriveFunc(ctx, func() bool {
 		if b.Loop() {
 			return true
