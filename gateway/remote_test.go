@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -374,5 +375,46 @@ func TestGateway_ModernHostAnswersALegacyUpstreamsQuestion(t *testing.T) {
 	}
 	if asked.Load() != 1 || runs.Load() != 2 {
 		t.Errorf("the host was asked %d times and the upstream ran the tool %d times; want 1 and 2 (the first given up)", asked.Load(), runs.Load())
+	}
+}
+
+// An upstream whose tools/list holds an item that does not decode (a name that is not a
+// string) stays up: that item is left out, with a warning, and its other tools are listed.
+func TestGateway_AnUndecodableToolLeavesTheListNotTheUpstream(t *testing.T) {
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			if !strings.Contains(string(body), `"tools/list"`) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			// The answer, as JSON or as one SSE event, with a bad tool put first.
+			out := strings.Replace(rec.Body.String(), `"tools":[`, `"tools":[{"name":5,"inputSchema":{"type":"object"}},`, 1)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			io.WriteString(w, out)
+		})
+	})
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	if st := f.g.Status(); st[0].State != "up" {
+		t.Errorf("status: %+v, want up", st[0])
+	}
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	if names := listedTools(t, c); !slices.Equal(names, []string{"far__note"}) {
+		t.Errorf("tools: %v, want far__note alone", names)
+	}
+	if f.logs.FilterMessageSnippet("does not decode").Len() == 0 {
+		t.Errorf("the bad item was not logged: %v", f.logs.All())
 	}
 }

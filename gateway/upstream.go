@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/internal/filewatch"
+	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
@@ -28,6 +29,8 @@ type upstream struct {
 	g   *Gateway
 	cfg Server
 	log *zap.Logger
+	// badItems logs the items of its lists that do not decode, a few a second at most
+	badItems *ratelog.Limiter
 
 	client atomic.Pointer[client.Client] // nil while it is not connected
 	stop   context.CancelFunc            // ends its actor (set by Gateway.start)
@@ -95,7 +98,8 @@ const (
 const maxListed = 10_000
 
 func newUpstream(g *Gateway, s Server) *upstream {
-	return &upstream{g: g, cfg: s, log: g.log.With(zap.String("upstream", s.Name)), kick: make(chan struct{}, 1), tried: make(chan struct{}), state: stateStarting}
+	log := g.log.With(zap.String("upstream", s.Name))
+	return &upstream{g: g, cfg: s, log: log, badItems: ratelog.New(log, nil), kick: make(chan struct{}, 1), tried: make(chan struct{}), state: stateStarting}
 }
 
 // listsView is what rebuild reads of an upstream.
@@ -206,6 +210,7 @@ func (u *upstream) callError(ctx context.Context, method string, err error) erro
 // with backoff; a local one is restarted by its supervisor, and stays down once that gives
 // up.
 func (u *upstream) run(ctx context.Context) {
+	defer u.badItems.Flush()
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		c, err := u.connect(ctx)
@@ -542,23 +547,29 @@ func (u *upstream) refresh(ctx context.Context, c *client.Client, bits uint32) e
 	var resources []*mcp.Resource
 	var templates []*mcp.ResourceTemplate
 	var caches [listKinds]listCache
-	cacheOf := func(list int) client.CallOption { return client.WithCache(caches[list].add) }
+	// One bad item leaves the list, not the upstream.
+	skip := client.WithUndecodable(func(item json.RawMessage, err error) {
+		u.badItems.Warn("the upstream lists an item that does not decode; it is left out", item, zap.Error(err))
+	})
+	cacheOf := func(list int) []client.CallOption {
+		return []client.CallOption{client.WithCache(caches[list].add), skip}
+	}
 	var err error
 	if bits&changedTools != 0 && jsonrpc.Field(caps, "tools") != nil {
-		if tools, err = collect(c.ListTools(rctx, cacheOf(listTools))); err != nil {
+		if tools, err = collect(c.ListTools(rctx, cacheOf(listTools)...)); err != nil {
 			return fmt.Errorf("tools/list: %w", err)
 		}
 	}
 	if bits&changedPrompts != 0 && jsonrpc.Field(caps, "prompts") != nil {
-		if prompts, err = collect(c.ListPrompts(rctx, cacheOf(listPrompts))); err != nil {
+		if prompts, err = collect(c.ListPrompts(rctx, cacheOf(listPrompts)...)); err != nil {
 			return fmt.Errorf("prompts/list: %w", err)
 		}
 	}
 	if bits&changedResources != 0 && jsonrpc.Field(caps, "resources") != nil {
-		if resources, err = collect(c.ListResources(rctx, cacheOf(listResources))); err != nil {
+		if resources, err = collect(c.ListResources(rctx, cacheOf(listResources)...)); err != nil {
 			return fmt.Errorf("resources/list: %w", err)
 		}
-		if templates, err = collect(c.ListResourceTemplates(rctx, cacheOf(listTemplates))); err != nil {
+		if templates, err = collect(c.ListResourceTemplates(rctx, cacheOf(listTemplates)...)); err != nil {
 			return fmt.Errorf("resources/templates/list: %w", err)
 		}
 	}

@@ -52,6 +52,10 @@ func pages[T any](ctx context.Context, c *Client, method, key string, seen func(
 			for _, raw := range items {
 				var v T
 				if err := json.Unmarshal(raw, &v); err != nil {
+					if co.undecodable != nil {
+						co.undecodable(raw, err)
+						continue
+					}
 					yield(zero, fmt.Errorf("mcp/client: an item of %s does not decode: %w", method, err))
 					return
 				}

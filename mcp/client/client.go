@@ -136,6 +136,14 @@ type callOptions struct {
 	clientCaps  json.RawMessage
 	trace       [2]string // traceparent, tracestate
 	cache       func(ttl time.Duration, private bool)
+	undecodable func(item json.RawMessage, err error)
+}
+
+// WithUndecodable makes a list skip an item that does not decode (a tool whose name is not
+// a string, say), and give it to fn, instead of ending with an error: a program that
+// merges many servers' lists (relay gateway) keeps a server whose list has one bad item.
+func WithUndecodable(fn func(item json.RawMessage, err error)) CallOption {
+	return callOptionFunc(func(o *callOptions) { o.undecodable = fn })
 }
 
 // WithCache gives fn the ttlMs and cacheScope of each page of a list a 2026-07-28 server
