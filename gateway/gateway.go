@@ -357,6 +357,14 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 			opts = append(opts, client.ReturnTask())
 		}
 	}
+	// A server of the initialize generation asks its questions as requests, while the call
+	// waits; a 2026-07-28 host answers them only by sending the call again (MCP 2026-07-28,
+	// Basic › Patterns › Multi-round requests): the gateway asks the host itself (below).
+	asksByRetry := req.Stateless() && !c.Modern() &&
+		(req.Method() == "tools/call" || req.Method() == "prompts/get" || req.Method() == "resources/read")
+	if asksByRetry {
+		params = withoutMember(withoutMember(params, "requestState"), "inputResponses") // the host's, for the gateway
+	}
 	callCtx, traced, end := g.opts.Telemetry.StartCall(withHost(ctx, req), req.Method(), params)
 	if meta := jsonrpc.Field(traced, "_meta"); meta != nil {
 		var tp, ts string
@@ -364,30 +372,38 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		json.Unmarshal(jsonrpc.Field(meta, "tracestate"), &ts)
 		opts = append(opts, client.WithTraceContext(tp, ts))
 	}
-	if req.Stateless() && !c.Modern() && (req.Method() == "tools/call" || req.Method() == "prompts/get" || req.Method() == "resources/read") {
-		// A server of the initialize generation asks its questions as requests, while the
-		// call waits; a 2026-07-28 host answers them only by sending the call again (MCP
-		// 2026-07-28, Basic › Patterns › Multi-round requests). The gateway asks the host
-		// with input_required and gives up the server's call; the host's retry is sent
-		// again, and the server's questions are answered from the host's answers.
-		target, _ := stringField(params, "name")
+	if asksByRetry {
+		// The host is asked with input_required and the server's call given up; the host's
+		// retry is sent again, and the server's questions are answered from the host's
+		// answers. The requestState is bound to the names the host sees.
+		target, _ := stringField(req.Params(), "name")
 		if req.Method() == "resources/read" {
-			target, _ = stringField(params, "uri")
+			target, _ = stringField(req.Params(), "uri")
 		}
-		params = withoutMember(withoutMember(params, "requestState"), "inputResponses")
-		return req.Interactive(ctx, target, jsonrpc.Field(params, "arguments"), func() (any, error) {
+		ran := false
+		res, err := req.Interactive(ctx, target, jsonrpc.Field(params, "arguments"), func() (any, error) {
+			ran = true
 			cctx, cancel := context.WithCancelCause(callCtx)
 			defer cancel(nil)
-			res, err := c.Call(context.WithValue(cctx, hostKey{}, &host{req: req, asked: cancel}), req.Method(), params, opts...)
-			end(err)
+			h := &host{req: req, asked: cancel}
+			res, err := c.Call(context.WithValue(cctx, hostKey{}, h), req.Method(), params, opts...)
+			h.mu.Lock()
+			h.done = true // a question that comes late is refused; Request is the caller's again
+			h.mu.Unlock()
 			if errors.Is(context.Cause(cctx), mcp.ErrInputRequired) {
+				end(nil) // asked, not failed; a result that came meanwhile is given up too
 				return nil, mcp.ErrInputRequired
 			}
+			end(err)
 			if err != nil {
 				return nil, u.callError(ctx, req.Method(), err)
 			}
 			return passOn(res, true, req.Method() == "resources/read"), nil
 		})
+		if !ran {
+			end(err) // the retry's requestState was refused
+		}
+		return res, err
 	}
 	res, err := c.Call(callCtx, req.Method(), params, opts...)
 	end(err)
@@ -557,7 +573,11 @@ type hostKey struct{}
 // asked for input with input_required, asked, which gives up the call.
 type host struct {
 	req   *mcp.Request
-	asked context.CancelCauseFunc
+	asked context.CancelCauseFunc // nil for a host of the initialize generation
+	// mu makes the questions of a call asked by retry one at a time (they write the host's
+	// Request); done: the call was given up or has returned, and asks nothing more.
+	mu   sync.Mutex
+	done bool
 }
 
 func withHost(ctx context.Context, req *mcp.Request) context.Context {
@@ -574,8 +594,19 @@ func ask[T any](ctx context.Context, method string, question func(req *mcp.Reque
 		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
 	}
+	if h.asked == nil { // asked as requests of the host's own: any number at once
+		return question(h.req)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		var zero T
+		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "relay gateway has given up this call to ask the host " + method + "; it is sent again with the host's answers"}
+	}
 	res, err := question(h.req)
-	if errors.Is(err, mcp.ErrInputRequired) && h.asked != nil {
+	if errors.Is(err, mcp.ErrInputRequired) {
+		h.done = true
 		h.asked(mcp.ErrInputRequired)
 	}
 	return res, err

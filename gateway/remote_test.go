@@ -343,19 +343,7 @@ func TestGateway_ModernHostAnswersALegacyUpstreamsQuestion(t *testing.T) {
 		return mcp.TextResult(fmt.Sprintf("%s: %s %v", in.Text, res.Action, res.Content["ok"])), nil
 	})
 	addr := freeAddr(t)
-	// A server of the initialize generation: server/discover is unknown to it.
-	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			if strings.Contains(string(body), `"server/discover"`) || strings.Contains(string(body), mcp.MetaProtocolVersion) {
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"method":"Method not found"}}`, jsonrpc.Field(body, "id"))
-				return
-			}
-			r.Body = io.NopCloser(strings.NewReader(string(body)))
-			h.ServeHTTP(w, r)
-		})
-	})
+	serveAt(t, addr, remote, legacyOnly) // a server of the initialize generation
 	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
 	var asked atomic.Int32
 	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()},
@@ -417,4 +405,19 @@ func TestGateway_AnUndecodableToolLeavesTheListNotTheUpstream(t *testing.T) {
 	if f.logs.FilterMessageSnippet("does not decode").Len() == 0 {
 		t.Errorf("the bad item was not logged: %v", f.logs.All())
 	}
+}
+
+// legacyOnly makes an MCP handler a server of the initialize generation: server/discover
+// and 2026-07-28 requests are unknown to it.
+func legacyOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"server/discover"`) || strings.Contains(string(body), mcp.MetaProtocolVersion) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, jsonrpc.Field(body, "id"))
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		h.ServeHTTP(w, r)
+	})
 }
