@@ -360,8 +360,8 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 	// A server of the initialize generation asks its questions as requests, while the call
 	// waits; a 2026-07-28 host answers them only by sending the call again (MCP 2026-07-28,
 	// Basic › Patterns › Multi-round requests): the gateway asks the host itself (below).
-	asksByRetry := req.Stateless() && !c.Modern() &&
-		(req.Method() == "tools/call" || req.Method() == "prompts/get" || req.Method() == "resources/read")
+	// forward serves tools/call, prompts/get and resources/read: the methods that may ask.
+	asksByRetry := req.Stateless() && !c.Modern()
 	if asksByRetry {
 		params = withoutMember(withoutMember(params, "requestState"), "inputResponses") // the host's, for the gateway
 	}

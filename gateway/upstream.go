@@ -322,6 +322,15 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 		subscribed = u.subscriptions(c)
 		listening = u.listen(lctx, c, subscribed, acked, listened)
 	}
+	// resubscribe opens the stream again when the resources to hear updates of have changed
+	// (its acknowledgement reads the lists once more).
+	resubscribe := func() {
+		if listening && !slices.Equal(subscribed, u.subscriptions(c)) {
+			stopListen()
+			<-listened
+			startListen()
+		}
+	}
 	startListen()
 	defer func() {
 		stopListen()
@@ -340,12 +349,8 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			timeout.Stop()
 			return nil
 		case <-acked:
-			if listed = u.refresh(ctx, c, changedAll); listed == nil && !slices.Equal(subscribed, u.subscriptions(c)) {
-				// Its resources changed meanwhile: the stream is opened again for the new
-				// ones (and its acknowledgement reads the lists once more, below).
-				stopListen()
-				<-listened
-				startListen()
+			if listed = u.refresh(ctx, c, changedAll); listed == nil {
+				resubscribe() // its resources may have changed meanwhile
 			}
 		case err := <-listened:
 			listened <- err // for the loop, below
@@ -446,11 +451,8 @@ func (u *upstream) serve(ctx context.Context, c *client.Client) error {
 			continue
 		}
 		u.setState(stateUp, nil)
-		if bits&changedResources != 0 && listening && !slices.Equal(subscribed, u.subscriptions(c)) {
-			// The resources to hear updates of have changed: subscribe to the new list.
-			stopListen()
-			<-listened
-			startListen()
+		if bits&changedResources != 0 {
+			resubscribe()
 		}
 	}
 }

@@ -67,10 +67,12 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 	// there and told here, by the loop below (after the acknowledgement): notify only
 	// keeps each task's newest word, and never waits.
 	var told taskNews
+	var meta []byte // subMeta, encoded once for the tasks' notifications
 	if ids := p.Notifications.TaskIDs; len(ids) > 0 && s.opts.TaskHandler != nil && s.opts.TaskListen != nil {
 		tctx, stop := context.WithCancel(ctx)
 		var wait func()
 		told.wake = make(chan struct{}, 1)
+		meta, _ = json.Marshal(subMeta)
 		honoured.TaskIDs, wait = s.opts.TaskListen(tctx, ids[:min(len(ids), maxListenTasks)], told.put)
 		defer wait()
 		defer stop() // before wait: the listen ends, even when ctx does not (a drain)
@@ -89,7 +91,6 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-told.wake:
-			meta, _ := json.Marshal(subMeta)
 			for _, task := range told.take() {
 				if err := rt.Notify("notifications/tasks", json.RawMessage(jsonrpc.SetMember(task, "_meta", meta))); err != nil {
 					return nil, err
