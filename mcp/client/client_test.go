@@ -795,3 +795,25 @@ func TestStartToolHoldsTheTask(t *testing.T) {
 		}
 	})
 }
+
+// Two questions the server asks at once, during one call, are each answered, under their own
+// ids: over Streamable HTTP both come on the call's stream, one after the other, and the
+// second must not overwrite the first's id while its handler runs.
+func TestQuestionsAskedAtOnceAreEachAnswered(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := c.CallTool(ctx, "askTwice", map[string]any{})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "accept Who are you?, accept Who else?"
+			if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != want || res.IsError {
+				t.Fatalf("askTwice: %#v, want %q", res.Content[0], want)
+			}
+		}
+	}, client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": p.Message}}, nil
+	}))
+}

@@ -367,7 +367,9 @@ func (h *httpConn) event(ctx context.Context, data []byte, r *outgoing) (json.Ra
 // Client) through the client's handlers, in a goroutine of its own, and POSTs the answer.
 // The handler's context ends with the call that carried the request, or with close.
 func (h *httpConn) answerServer(ctx context.Context, m jsonrpc.Message, version string) {
-	params := append(json.RawMessage(nil), m.Params...)
+	// m is read out of the stream's buffer, which the next event overwrites while the
+	// handler runs: what the goroutine keeps is copied.
+	id, params := append(jsonrpc.ID(nil), m.ID...), append(json.RawMessage(nil), m.Params...)
 	post := func(ctx context.Context, frame []byte) {
 		req, err := h.newRequest(ctx, http.MethodPost, frame, &outgoing{version: version})
 		if err != nil {
@@ -381,7 +383,7 @@ func (h *httpConn) answerServer(ctx context.Context, m jsonrpc.Message, version 
 	select {
 	case h.slots <- struct{}{}:
 	default:
-		post(ctx, jsonrpc.AppendError(nil, m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		post(ctx, jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "the client is answering too many requests at once: ask again later"}))
 		return
 	}
@@ -402,7 +404,7 @@ func (h *httpConn) answerServer(ctx context.Context, m jsonrpc.Message, version 
 		defer stop()
 		res, err := h.in.serve(hctx, m.Method, params)
 		if hctx.Err() == nil {
-			post(hctx, reply(m.ID, res, err))
+			post(hctx, reply(id, res, err))
 		}
 	}()
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,6 +138,28 @@ func newFixture() *mcp.Server {
 			}
 			return mcp.TextResult(fmt.Sprintf("%s %v %v: %s, %d roots", who.Action, who.Content["name"], who.Content["age"],
 				blocks[0].(*mcp.TextContent).Text, len(roots.Roots))), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "askTwice", Description: "Ask the client two questions at once."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+			var wg sync.WaitGroup
+			said := make([]string, 2)
+			errs := make([]error, 2)
+			for i, q := range []string{"Who are you?", "Who else?"} {
+				wg.Go(func() {
+					res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: q, RequestedSchema: map[string]any{
+						"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					said[i] = fmt.Sprint(res.Action, " ", res.Content["name"])
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return nil, err
+			}
+			return mcp.TextResult(strings.Join(said, ", ")), nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "visit", Description: "Send the user to a URL."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
