@@ -33,6 +33,9 @@ import (
 var binDir string // where the examples are built; removed after the tests
 
 func TestMain(m *testing.M) {
+	if os.Getenv(legacyChildEnv) == "1" {
+		serveLegacyChild()
+	}
 	dir, err := os.MkdirTemp("", "relay-gateway-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)

@@ -46,6 +46,7 @@ type routeMsg struct {
 }
 
 type streamCall struct {
+	ctx    context.Context  // the caller's: a question of the server's asked for it gets it
 	reply  chan streamReply // buffered: the router never waits on it
 	note   func(method string, params json.RawMessage)
 	listen bool // a subscriptions/listen stream, which never gets a call's messages
@@ -95,7 +96,7 @@ func (s *stream) tell(m routeMsg) error {
 }
 
 func (s *stream) call(ctx context.Context, r *outgoing) (json.RawMessage, error) {
-	c := &streamCall{reply: make(chan streamReply, 1), note: r.note, listen: r.method == "subscriptions/listen"}
+	c := &streamCall{ctx: ctx, reply: make(chan streamReply, 1), note: r.note, listen: r.method == "subscriptions/listen"}
 	if err := s.tell(routeMsg{id: string(r.id), call: c}); err != nil {
 		return nil, err
 	}
@@ -233,7 +234,20 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 				Message: "the client is answering too many requests at once (or closing): ask again later"}))
 			return
 		}
-		ctx, end := context.WithCancel(s.serveCtx)
+		var ctx context.Context
+		var end context.CancelFunc
+		if c := onlyCall(calls); c != nil {
+			// A request of the server's names no call of ours, over stdio: it is the one
+			// call's in flight, when there is exactly one, as a log message is (above). The
+			// handler gets that call's context, so that it can tell whose question it
+			// answers (a gateway passes it on to its own caller), and it ends with the
+			// call, or with the stream.
+			cctx, cancel := context.WithCancel(c.ctx)
+			stop := context.AfterFunc(s.serveCtx, cancel)
+			ctx, end = cctx, func() { stop(); cancel() }
+		} else {
+			ctx, end = context.WithCancel(s.serveCtx)
+		}
 		serving[id] = end
 		s.serving.Add(1)
 		go s.answer(ctx, m.ID, m.Method, append(json.RawMessage(nil), m.Params...))
