@@ -209,10 +209,12 @@ type UpstreamStatus struct {
 	State     string `json:"state"`
 	Restarts  int64  `json:"restarts"`
 	LastError string `json:"lastError,omitempty"`
-	Tools     int    `json:"tools"`
-	Prompts   int    `json:"prompts"`
-	Resources int    `json:"resources"`
-	Templates int    `json:"resourceTemplates"`
+	// What it offers through the gateway: its tools and prompts that allow and deny keep,
+	// its resources and resource templates.
+	Tools     int `json:"tools"`
+	Prompts   int `json:"prompts"`
+	Resources int `json:"resources"`
+	Templates int `json:"resourceTemplates"`
 }
 
 // StatusURI is the gateway's own resource: Status, as JSON. A host that subscribes to it
@@ -323,10 +325,16 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		// becomes the host's, under the host's token.
 		opts = append(opts, client.WithProgress(func(p client.Progress) { req.Progress(p.Progress, p.Total, p.Message) }))
 	}
-	if level := req.LogLevel(); level != "" {
+	switch level := req.LogLevel(); {
+	case c.Modern():
 		// MCP 2026-07-28, Utilities › Logging: a 2026-07-28 upstream sends the messages the
-		// host asked for, and no others (the initialize generation's level is its session's).
-		opts = append(opts, client.WithLogLevel(string(level)))
+		// host asked for, and no others.
+		if level != "" {
+			opts = append(opts, client.WithLogLevel(string(level)))
+		}
+	case jsonrpc.Field(c.Capabilities(), "logging") != nil:
+		// The initialize generation's level is its session's, shared by every host.
+		defer u.levels.enter(ctx, c, level)()
 	}
 	opts = append(opts, client.WithNotifications(func(method string, params json.RawMessage) {
 		if method != "notifications/message" {

@@ -107,6 +107,18 @@ func TestGateway_AllowAndDeny(t *testing.T) {
 	if _, err := c.GetPrompt(context.Background(), "ev__test_simple_prompt", nil); !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("a denied prompt: %v, want -32602 unknown prompt", err)
 	}
+	// The status counts what each server offers through the gateway.
+	evTools := 0
+	for _, name := range tools {
+		if strings.HasPrefix(name, "ev__") {
+			evTools++
+		}
+	}
+	for _, s := range f.g.Status() {
+		if s.Name == "echo" && s.Tools != 1 || s.Name == "everything" && (s.Tools != evTools || s.Prompts != 0) {
+			t.Errorf("status of %s: %d tools, %d prompts; want what is listed (echo 1, everything %d and 0)", s.Name, s.Tools, s.Prompts, evTools)
+		}
+	}
 }
 
 // Every method that names something reaches the upstream that owns it, with the upstream's

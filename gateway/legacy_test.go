@@ -84,6 +84,9 @@ func legacyServer() *mcp.Server {
 		}
 		return mcp.TextResult(in.Text + ": " + strings.Join(answers, ", ")), nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "level"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("at " + string(req.LogLevel())), nil // the session's: what the gateway asked for
+	})
 	return s
 }
 
@@ -150,4 +153,45 @@ func TestGateway_RemoteLegacyUpstreamsQuestionsReachTheHost(t *testing.T) {
 			t.Fatalf("far__confirmBoth: %q %v", text(r), err)
 		}
 	}, answer)
+}
+
+// An upstream of the initialize generation has one log level for everything it sends, which
+// the gateway sets: the lowest any host asked for of the calls in flight to it, so that each
+// host gets what it asked for (the gateway filters for each) and the upstream sends nothing
+// that no host wants.
+func TestGateway_LegacyUpstreamLogsAtTheLowestLevelAsked(t *testing.T) {
+	addr := freeAddr(t)
+	serveAt(t, addr, legacyServer(), legacyOnly)
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	url := serveHTTP(t, f.g.Server())
+	ctx := context.Background()
+	levelAt := func(c *client.Client, opts ...client.CallOption) string {
+		t.Helper()
+		r, err := c.CallTool(ctx, "far__level", nil, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text(r)
+	}
+	quiet := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	verbose := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	if err := quiet.SetLogLevel(ctx, mcp.LevelWarning); err != nil {
+		t.Fatal(err)
+	}
+	if err := verbose.SetLogLevel(ctx, mcp.LevelDebug); err != nil {
+		t.Fatal(err)
+	}
+	if got := levelAt(quiet); got != "at warning" {
+		t.Errorf("a call of the host at warning: the upstream logs %s", got)
+	}
+	if got := levelAt(verbose); got != "at debug" {
+		t.Errorf("a call of the host at debug: the upstream logs %s", got)
+	}
+	if got := levelAt(quiet); got != "at warning" {
+		t.Errorf("the host at debug has no call in flight: the upstream logs %s, want at warning", got)
+	}
+	modern := connect(t, client.HTTP(url))
+	if got := levelAt(modern, client.WithLogLevel("error")); got != "at error" {
+		t.Errorf("a 2026-07-28 call at error: the upstream logs %s", got)
+	}
 }

@@ -58,6 +58,8 @@ type upstream struct {
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
 	caches    [listKinds]listCache // each list's, as the upstream answered it
+
+	levels logLevels // of an upstream of the initialize generation that logs
 }
 
 // The lists, as indexes of upstream.caches and routes.caches.
@@ -122,8 +124,19 @@ func (u *upstream) lists() listsView {
 func (u *upstream) status() UpstreamStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return UpstreamStatus{Name: u.cfg.Name, State: u.state, Restarts: u.restarts.Load(), LastError: u.lastErr,
-		Tools: len(u.tools), Prompts: len(u.prompts), Resources: len(u.resources), Templates: len(u.templates)}
+	st := UpstreamStatus{Name: u.cfg.Name, State: u.state, Restarts: u.restarts.Load(), LastError: u.lastErr,
+		Resources: len(u.resources), Templates: len(u.templates)}
+	for _, t := range u.tools {
+		if u.cfg.Tools.Keeps(t.Name) {
+			st.Tools++
+		}
+	}
+	for _, p := range u.prompts {
+		if u.cfg.Prompts.Keeps(p.Name) {
+			st.Prompts++
+		}
+	}
+	return st
 }
 
 // setState records the upstream's state (and why, for down) and brings the gateway's
@@ -291,14 +304,6 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 
 // serve follows a connected upstream until ctx ends (nil) or the upstream is lost (why).
 func (u *upstream) serve(ctx context.Context, c *client.Client) error {
-	if jsonrpc.Field(c.Capabilities(), "logging") != nil && !c.Modern() {
-		// The level is the session's: every message comes to the gateway, which passes on to
-		// each host what it asked for (Request.Log filters by the host's level). A 2026-07-28
-		// upstream is told each call's host's own level instead (forward).
-		if err := c.SetLogLevel(ctx, mcp.LevelDebug); err != nil && errors.Is(err, client.ErrClosed) {
-			return err
-		}
-	}
 	startsSeen := u.starts.Load()
 	u.lost.Store(false)
 	u.changed.Store(0) // the first refresh, below, reads every list
