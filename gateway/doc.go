@@ -41,7 +41,10 @@
 // is given up, and sent again with the host's answers). A 2026-07-28 upstream is asked,
 // on each call, for the log level of the host whose call it is (none when the host asked
 // for none); an upstream of the initialize generation, whose level is its session's, is
-// told debug, and each host gets only what its own level asks for. Resource updates of
+// told the lowest level any host asked for of the calls in flight to it, and each host gets
+// only what its own level asks for. Over stdio nothing ties an upstream's question or log
+// message to a call: it is the call's while that call is the one in flight to the upstream,
+// and refused (a question) or dropped (a message) otherwise. Resource updates of
 // every resource an upstream lists are subscribed to, and reach only the hosts that
 // subscribed. An upstream that is down drops out of the lists; a call that names it is
 // answered with an error that names it.
@@ -82,8 +85,7 @@
 // # Not yet
 //
 // Not yet: an interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
-// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); an
-// initialize-generation upstream's log level set to the lowest any host asked for (it is
-// debug, and each host's own level filters). Over stdio an upstream's log messages name no request: they
-// reach the host's call only while it is the one call in flight to that upstream.
+// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); a task bound
+// to the host that started it (a task id the gateway handed out is followed for whoever
+// presents it, as at a server without authorization).
 package gateway
