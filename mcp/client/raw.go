@@ -13,7 +13,8 @@ import (
 // returns the server's raw result, for a program that passes results on unread (relay
 // gateway). The client replaces params._meta with its own (the 2026-07-28 protocol
 // members, and a progressToken with WithProgress), mirrors Mcp-Name (params.name of
-// tools/call and prompts/get, params.uri of resources/read) and, for tools/call, the
+// tools/call and prompts/get, params.uri of resources/read, params.taskId of tasks/get,
+// tasks/update and tasks/cancel) and, for tools/call, the
 // Mcp-Param-* headers, as its typed calls do. An input_required result is answered through
 // the client's handlers as for every call (ReturnInputRequired returns it instead); a
 // tools/call the server runs as a task is waited for (and cancelled when ctx ends first),
@@ -48,6 +49,8 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 			json.Unmarshal(jsonrpc.Field(params, "name"), &r.name)
 		case "resources/read":
 			json.Unmarshal(jsonrpc.Field(params, "uri"), &r.name)
+		case "tasks/get", "tasks/update", "tasks/cancel":
+			json.Unmarshal(jsonrpc.Field(params, "taskId"), &r.name)
 		}
 		res, err = c.call(ctx, r, opts...)
 	}

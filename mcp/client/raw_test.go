@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -68,4 +70,28 @@ func TestCall_PassesInputRequiredAndAnotherClientsCapabilities(t *testing.T) {
 			t.Errorf("a call declaring no elicitation: %v, want -32021", err)
 		}
 	}, elicit)
+}
+
+// The io.modelcontextprotocol/tasks methods sent raw mirror their task id in Mcp-Name, as
+// a 2026-07-28 server over Streamable HTTP requires of them (a relay gateway passes them on
+// this way).
+func TestCall_RawTaskMethodsReachTheTask(t *testing.T) {
+	each(t, func(t *testing.T, c *client.Client) {
+		if !c.Modern() {
+			return // tasks are the 2026-07-28 extension's
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		task, err := c.StartTool(ctx, "blocktask", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := json.RawMessage(`{"taskId":` + strconv.Quote(task.ID) + `}`)
+		if res, err := c.Call(ctx, "tasks/get", params); err != nil || !strings.Contains(string(res), task.ID) {
+			t.Errorf("tasks/get: %s %v", res, err)
+		}
+		if _, err := c.Call(ctx, "tasks/cancel", params); err != nil {
+			t.Errorf("tasks/cancel: %v", err)
+		}
+	})
 }
