@@ -130,6 +130,8 @@ func (s *Server) urlRequired(req *Request, err error) error {
 			return req.missingCapability("elicitation", "url")
 		}
 		in := req.rounds()
+		in.mu.Lock()
+		defer in.mu.Unlock()
 		if in.asked == nil {
 			in.asked = map[string]inputRequest{}
 		}

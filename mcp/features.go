@@ -299,7 +299,7 @@ func (s *Server) resumeInput(ctx context.Context, req *Request, target string, a
 // becomes an input_required result whose requestState carries every answer so far.
 func (s *Server) askedInput(ctx context.Context, req *Request, target string, args json.RawMessage, res any, err error) (any, error) {
 	err = s.urlRequired(req, err)
-	in := req.input
+	in := req.input.Load()
 	if !req.meta.modern || err == nil || !errors.Is(err, ErrInputRequired) || in == nil || len(in.asked) == 0 {
 		return res, err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
@@ -70,7 +72,9 @@ type Request struct {
 
 	lastProgress float64
 
-	input *inputRounds // 2026-07-28 only, made when answers come in or the handler asks
+	// 2026-07-28 only, made when answers come in or the handler asks (from any of its
+	// goroutines: a handler may ask several questions at once)
+	input atomic.Pointer[inputRounds]
 
 	// Storage for what a request makes exactly once, to save it an allocation of its own.
 	toolCall CallToolRequest
@@ -79,6 +83,7 @@ type Request struct {
 
 // inputRounds is what a 2026-07-28 request that asks the client for input carries.
 type inputRounds struct {
+	mu      sync.Mutex                 // guards asked, n and named while the handler runs
 	answers map[string]json.RawMessage // the client's answers so far
 	asked   map[string]inputRequest    // what this run needs
 	n       int                        // questions asked so far in this run
@@ -88,10 +93,11 @@ type inputRounds struct {
 
 // rounds returns r.input, made if need be.
 func (r *Request) rounds() *inputRounds {
-	if r.input == nil {
-		r.input = &inputRounds{}
+	if in := r.input.Load(); in != nil {
+		return in
 	}
-	return r.input
+	r.input.CompareAndSwap(nil, &inputRounds{})
+	return r.input.Load()
 }
 
 // Method returns the JSON-RPC method being served.
@@ -266,8 +272,10 @@ type askOptions struct{ key string }
 // inputRequests, under which the client answers in inputResponses (MCP 2026-07-28, Basic ›
 // Patterns › Multi-round-trip requests). The handler runs again with the answers, so the key
 // must name the same question on every run, and no two questions of one request. Without it,
-// questions are named by their kind and order: elicitation-0, sampling-1, roots-2. Under the
-// initialize generation the question is a request to the client, and the key is not used.
+// questions are named by their kind and order: elicitation-0, sampling-1, roots-2; a handler
+// that asks several at once, from goroutines of its own, names each, since their order may
+// differ from run to run. Under the initialize generation the question is a request to the
+// client, and the key is not used.
 func InputKey(key string) AskOption { return func(o *askOptions) { o.key = key } }
 
 // Elicit asks the user, through the client, for input: with a form (p.Mode empty or
@@ -341,6 +349,8 @@ func (r *Request) ask(ctx context.Context, method, capability string, params, ou
 	for _, opt := range opts {
 		opt(&o)
 	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	key := o.key
 	if key == "" {
 		key = fmt.Sprintf("%s-%d", capability, in.n)

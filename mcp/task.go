@@ -94,10 +94,11 @@ func (r *CallToolRequest) InTask() (id string, ok bool) {
 // runningTask returns the task the request runs as, or nil. It is kept with the task's input
 // rounds, which every task has, rather than in Request, which every request has.
 func (r *Request) runningTask() *taskState {
-	if r.input == nil {
+	in := r.input.Load()
+	if in == nil {
 		return nil
 	}
-	return r.input.task
+	return in.task
 }
 
 // tasksNegotiated reports whether the request may be answered with a task: a 2026-07-28
@@ -271,7 +272,7 @@ func (s *Server) taskRequest(req *Request, rec *TaskRecord) *Request {
 	rt := &runtime.Request{ID: bytes.Clone(req.rt.ID), Method: req.rt.Method, Params: bytes.Clone(req.rt.Params)}
 	treq := &Request{rt: rt, s: s, meta: req.meta}
 	treq.meta.progressToken, treq.meta.logLevel = nil, -1
-	treq.input = &inputRounds{task: &taskState{id: rec.ID, principal: rec.Principal}}
+	treq.input.Store(&inputRounds{task: &taskState{id: rec.ID, principal: rec.Principal}})
 	treq.toolCall = CallToolRequest{Request: treq, Name: req.toolCall.Name, Arguments: bytes.Clone(req.toolCall.Arguments)}
 	return treq
 }
@@ -284,11 +285,12 @@ func (s *Server) runTask(ctx context.Context, a *taskActor, treq *Request, tl *t
 	store := s.taskStore()
 	answers := map[string]json.RawMessage{}
 	for {
-		treq.input = &inputRounds{answers: answers, task: task}
+		in := &inputRounds{answers: answers, task: task}
+		treq.input.Store(in)
 		res, err := callTask(ctx, &treq.toolCall, fn)
-		if err != nil && errors.Is(err, ErrInputRequired) && len(treq.input.asked) > 0 && ctx.Err() == nil {
+		if err != nil && errors.Is(err, ErrInputRequired) && len(in.asked) > 0 && ctx.Err() == nil {
 			asked := map[string]json.RawMessage{}
-			for k, q := range treq.input.asked {
+			for k, q := range in.asked {
 				raw, _ := json.Marshal(q)
 				asked[k] = raw
 			}

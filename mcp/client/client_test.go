@@ -98,7 +98,7 @@ func TestListToolsFollowsEveryPageInOrder(t *testing.T) {
 			}
 			names = append(names, tool.Name)
 		}
-		want := []string{"ask", "asktask", "block", "blocktask", "echo", "fail", "flaky", "image", "log", "progress", "slow", "touch", "visit", "visitdone", "weather"}
+		want := []string{"ask", "askTwice", "asktask", "block", "blocktask", "echo", "fail", "flaky", "image", "log", "progress", "slow", "touch", "visit", "visitdone", "weather"}
 		slices.Sort(names)
 		if !slices.Equal(names, want) {
 			t.Fatalf("tools %v, want %v (page size 2: eight pages)", names, want)

@@ -139,7 +139,7 @@ func newFixture() *mcp.Server {
 			return mcp.TextResult(fmt.Sprintf("%s %v %v: %s, %d roots", who.Action, who.Content["name"], who.Content["age"],
 				blocks[0].(*mcp.TextContent).Text, len(roots.Roots))), nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "askTwice", Description: "Ask the client two questions at once."},
+	mcp.AddTool(s, &mcp.Tool{Name: "askTwice", Description: "Ask the client two questions at once, each named."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 			var wg sync.WaitGroup
 			said := make([]string, 2)
@@ -147,7 +147,8 @@ func newFixture() *mcp.Server {
 			for i, q := range []string{"Who are you?", "Who else?"} {
 				wg.Go(func() {
 					res, err := req.Elicit(ctx, &mcp.ElicitParams{Message: q, RequestedSchema: map[string]any{
-						"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+						"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}},
+						mcp.InputKey(fmt.Sprint("q", i))) // asked at once: their order is not theirs
 					if err != nil {
 						errs[i] = err
 						return
