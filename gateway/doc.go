@@ -69,7 +69,10 @@
 // Tasks (io.modelcontextprotocol/tasks) follow their id: a 2026-07-28 host that declared the
 // extension gets an upstream's task under an id of the gateway's that names the upstream,
 // and its tasks/get, tasks/update and tasks/cancel go to that upstream; for a host of the
-// initialize generation the gateway waits for the task and answers with its result. A
+// initialize generation the gateway waits for the task and answers with its result. A task
+// id is bound to the host it was handed out to (its principal, mcp.TaskPrincipal), by a
+// keyed hash in the id: to any other host it is unknown, although every host reaches the
+// upstream as the gateway; the key is the process's, so ids do not outlive it. A
 // host's subscriptions/listen that names tasks follows them at their upstreams (of the
 // 2026-07-28 generation), with a listen of the gateway's own for each, and hears their
 // notifications/tasks under the gateway's ids.
@@ -85,7 +88,5 @@
 // # Not yet
 //
 // Not yet: an interactive OAuth flow for remote upstreams (a gateway has no user at a browser: the
-// client credentials grant, "relay": {"oauth": ...}, or a token in "headers"); a task bound
-// to the host that started it (a task id the gateway handed out is followed for whoever
-// presents it, as at a server without authorization).
+// client credentials grant, "relay": {"oauth": ...}, or a token in "headers").
 package gateway

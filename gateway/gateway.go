@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -60,6 +63,8 @@ type Gateway struct {
 	log  *zap.Logger
 	ups  atomic.Pointer[[]*upstream] // in config order; Reload replaces it
 
+	taskKey [32]byte // binds the task ids handed out to their host (taskMAC)
+
 	reloading sync.Mutex // one Reload at a time
 	life      context.Context
 
@@ -82,6 +87,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: the configuration names no server")
 	}
 	g := &Gateway{logged: map[string]bool{}}
+	rand.Read(g.taskKey[:])
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -419,7 +425,7 @@ func (g *Gateway) forward(ctx context.Context, req *mcp.Request, u *upstream, pa
 		return nil, u.callError(ctx, req.Method(), err)
 	}
 	if passTasks && string(jsonrpc.Field(res, "resultType")) == `"task"` {
-		res = u.ownTaskID(res)
+		res = u.ownTaskID(mcp.TaskPrincipal(ctx), res)
 	}
 	return passOn(res, req.Stateless(), req.Method() == "resources/read"), nil
 }
@@ -444,18 +450,39 @@ func upstreamCaps(req *mcp.Request) json.RawMessage {
 }
 
 // ownTaskID returns a task (a CreateTaskResult, or a tasks/get result) with its taskId made
-// the gateway's: the upstream's name and its id, so that tasks/* find their way back.
-func (u *upstream) ownTaskID(res json.RawMessage) json.RawMessage {
+// the gateway's for the host principal (see taskID), so that tasks/* find their way back.
+func (u *upstream) ownTaskID(principal string, res json.RawMessage) json.RawMessage {
 	id, ok := stringField(res, "taskId")
 	if !ok {
 		return res
 	}
-	return jsonrpc.SetMember(res, "taskId", quote(u.taskID(id)))
+	return jsonrpc.SetMember(res, "taskId", quote(u.taskID(principal, id)))
 }
 
-// taskID returns the gateway's id of the upstream's task own.
-func (u *upstream) taskID(own string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(u.cfg.Name)) + "." + own
+// taskID returns the gateway's id of the upstream's task own, handed out to the host
+// principal (mcp.TaskPrincipal): the upstream's name, a MAC that binds the id to that host,
+// and the upstream's own id. Every host reaches the upstream as the gateway, so the
+// upstream cannot keep hosts' tasks apart; the MAC does, as a server that binds its tasks
+// to their principal would.
+func (u *upstream) taskID(principal, own string) string {
+	return u.g.taskID(principal, u.cfg.Name, own)
+}
+
+func (g *Gateway) taskID(principal, name, own string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(name)) + "." + g.taskMAC(principal, name, own) + "." + own
+}
+
+// taskMAC is the part of a task id that binds it to a host: a keyed hash of the host's
+// principal, the upstream's name and its task id, under a key of this gateway's (so ids do
+// not outlive the process).
+func (g *Gateway) taskMAC(principal, name, own string) string {
+	m := hmac.New(sha256.New, g.taskKey[:])
+	m.Write([]byte(principal))
+	m.Write([]byte{0})
+	m.Write([]byte(name))
+	m.Write([]byte{0})
+	m.Write([]byte(own))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:12])
 }
 
 // task serves tasks/get, tasks/update and tasks/cancel (the io.modelcontextprotocol/tasks
@@ -464,7 +491,8 @@ func (u *upstream) taskID(own string) string {
 func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
 	params := req.Params()
 	id, _ := stringField(params, "taskId")
-	u, own, err := g.taskOwner(id)
+	principal := mcp.TaskPrincipal(ctx)
+	u, own, err := g.taskOwner(principal, id)
 	if err != nil {
 		return nil, err
 	}
@@ -477,16 +505,18 @@ func (g *Gateway) task(ctx context.Context, req *mcp.Request) (any, error) {
 	if err != nil {
 		return nil, u.callError(ctx, req.Method(), err)
 	}
-	return passOn(u.ownTaskID(res), true, false), nil
+	return passOn(u.ownTaskID(principal, res), true, false), nil
 }
 
 // taskOwner returns the upstream that runs the task the gateway's id names, and the
-// upstream's own id of it.
-func (g *Gateway) taskOwner(id string) (*upstream, string, error) {
-	enc, own, ok := strings.Cut(id, ".")
+// upstream's own id of it, if the id was handed out to the host principal; to any other
+// host it is unknown.
+func (g *Gateway) taskOwner(principal, id string) (*upstream, string, error) {
+	enc, rest, ok := strings.Cut(id, ".")
+	mac, own, ok2 := strings.Cut(rest, ".")
 	name, err := base64.RawURLEncoding.DecodeString(enc)
-	if !ok || err != nil {
-		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id", id),
+	if !ok || !ok2 || err != nil || !hmac.Equal([]byte(mac), []byte(g.taskMAC(principal, string(name), own))) {
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("Unknown task %q: relay gateway did not hand out this task id to this client (or before it restarted)", id),
 			Data: map[string]any{"taskId": id}}
 	}
 	for _, u := range g.upstreams() {
@@ -504,9 +534,10 @@ func (g *Gateway) taskOwner(id string) (*upstream, string, error) {
 // under the gateway's task ids. It waits for those listens' acknowledgements (up to
 // taskListenWait), to say which tasks are followed.
 func (g *Gateway) taskListen(ctx context.Context, ids []string, notify func(json.RawMessage)) ([]string, func()) {
+	principal := mcp.TaskPrincipal(ctx)
 	owned := map[*upstream][]string{}
 	for _, id := range ids {
-		if u, own, err := g.taskOwner(id); err == nil && !slices.Contains(owned[u], own) {
+		if u, own, err := g.taskOwner(principal, id); err == nil && !slices.Contains(owned[u], own) {
 			owned[u] = append(owned[u], own)
 		}
 	}
@@ -538,13 +569,13 @@ func (g *Gateway) taskListen(ctx context.Context, ids []string, notify func(json
 					mu.Lock()
 					for _, own := range p.Notifications.TaskIDs {
 						if !told {
-							followed = append(followed, u.taskID(own))
+							followed = append(followed, u.taskID(principal, own))
 						}
 					}
 					mu.Unlock()
 					once.Do(func() { close(acked) })
 				case "notifications/tasks":
-					task := passOn(u.ownTaskID(params), true, false)
+					task := passOn(u.ownTaskID(principal, params), true, false)
 					id, _ := stringField(task, "taskId")
 					mu.Lock()
 					named := slices.Contains(followed, id)

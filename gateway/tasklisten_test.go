@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -49,7 +48,7 @@ func TestGateway_TaskListenWaitsForNoServerPastItsDeadline(t *testing.T) {
 		return slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "a") }) &&
 			slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "b") })
 	})
-	id := func(up, own string) string { return base64.RawURLEncoding.EncodeToString([]byte(up)) + "." + own }
+	id := func(up, own string) string { return f.g.TaskIDFor("", up, own) } // a host without a principal
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	acked := make(chan time.Duration, 1)
@@ -102,7 +101,7 @@ func TestGateway_TaskNewsDoNotStallTheUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := []string{task.ID, base64.RawURLEncoding.EncodeToString([]byte("b")) + ".y"}
+	ids := []string{task.ID, f.g.TaskIDFor("", "b", "y")}
 	lctx, stop := context.WithCancel(ctx)
 	listened := make(chan error, 1)
 	go func() {
