@@ -614,9 +614,11 @@ type host struct {
 	req   *mcp.Request
 	asked context.CancelCauseFunc // nil for a host of the initialize generation
 	// mu makes the questions of a call asked by retry one at a time (they write the host's
-	// Request); done: the call was given up or has returned, and asks nothing more.
+	// Request); done: the call was given up or has returned, and asks nothing more; keys
+	// counts the questions of this run by what they ask (see ask).
 	mu   sync.Mutex
 	done bool
+	keys map[string]int
 }
 
 func withHost(ctx context.Context, req *mcp.Request) context.Context {
@@ -624,9 +626,14 @@ func withHost(ctx context.Context, req *mcp.Request) context.Context {
 }
 
 // ask asks the host for input on behalf of a call to an upstream (elicitation, sampling,
-// roots) with question, a call of the host's request; an input_required for the host gives
-// up the upstream's call.
-func ask[T any](ctx context.Context, method string, question func(req *mcp.Request) (T, error)) (T, error) {
+// roots): question, params, with question, a call of the host's request; an input_required
+// for the host gives up the upstream's call.
+//
+// Asked by retry, each question is named (mcp.InputKey) by what it asks: an upstream that
+// asks several at once asks them in any order, run after run, and a name by order would
+// give one question's answer to another. Questions that ask the same thing are told apart
+// by their count, which is theirs whatever the order.
+func ask[T any](ctx context.Context, method string, params any, question func(req *mcp.Request, key mcp.AskOption) (T, error)) (T, error) {
 	h, ok := ctx.Value(hostKey{}).(*host)
 	if !ok {
 		var zero T
@@ -634,7 +641,7 @@ func ask[T any](ctx context.Context, method string, question func(req *mcp.Reque
 			Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
 	}
 	if h.asked == nil { // asked as requests of the host's own: any number at once
-		return question(h.req)
+		return question(h.req, nil)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -643,7 +650,15 @@ func ask[T any](ctx context.Context, method string, question func(req *mcp.Reque
 		return zero, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "relay gateway has given up this call to ask the host " + method + "; it is sent again with the host's answers"}
 	}
-	res, err := question(h.req)
+	raw, _ := json.Marshal(params)
+	sum := sha256.Sum256(append([]byte(method+"\x00"), raw...))
+	what := base64.RawURLEncoding.EncodeToString(sum[:9])
+	if h.keys == nil {
+		h.keys = map[string]int{}
+	}
+	key := fmt.Sprintf("%s-%d", what, h.keys[what])
+	h.keys[what]++
+	res, err := question(h.req, mcp.InputKey(key))
 	if errors.Is(err, mcp.ErrInputRequired) {
 		h.done = true
 		h.asked(mcp.ErrInputRequired)
@@ -658,22 +673,36 @@ func ask[T any](ctx context.Context, method string, question func(req *mcp.Reque
 // 2026-07-28 host gets the upstream's input_required result as it is (see forward).
 func askHost() []client.Option {
 	elicit := func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return ask(ctx, "elicitation/create", func(req *mcp.Request) (*mcp.ElicitResult, error) { return req.Elicit(ctx, p) })
+		return ask(ctx, "elicitation/create", p, func(req *mcp.Request, key mcp.AskOption) (*mcp.ElicitResult, error) {
+			return req.Elicit(ctx, p, opt(key)...)
+		})
 	}
 	return []client.Option{
 		client.WithElicitation(elicit),
 		client.WithURLElicitation(elicit),
 		client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-			return ask(ctx, "sampling/createMessage", func(req *mcp.Request) (*mcp.CreateMessageResult, error) { return req.CreateMessage(ctx, p) })
+			return ask(ctx, "sampling/createMessage", p, func(req *mcp.Request, key mcp.AskOption) (*mcp.CreateMessageResult, error) {
+				return req.CreateMessage(ctx, p, opt(key)...)
+			})
 		}),
 		client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
-			res, err := ask(ctx, "roots/list", func(req *mcp.Request) (*mcp.ListRootsResult, error) { return req.ListRoots(ctx) })
+			res, err := ask(ctx, "roots/list", nil, func(req *mcp.Request, key mcp.AskOption) (*mcp.ListRootsResult, error) {
+				return req.ListRoots(ctx, opt(key)...)
+			})
 			if err != nil {
 				return nil, err
 			}
 			return res.Roots, nil
 		}),
 	}
+}
+
+// opt is key as the options of a question: none when it is nil.
+func opt(key mcp.AskOption) []mcp.AskOption {
+	if key == nil {
+		return nil
+	}
+	return []mcp.AskOption{key}
 }
 
 // passOn makes an upstream's result the gateway's: the upstream's serverInfo is dropped

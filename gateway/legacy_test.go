@@ -73,7 +73,7 @@ func legacyServer() *mcp.Server {
 					errs[i] = err
 					return
 				}
-				answers[i] = fmt.Sprintf("%s %s", part, res.Action)
+				answers[i] = fmt.Sprintf("%s %s %v", part, res.Action, res.Content["ok"])
 			})
 		}
 		wg.Wait()
@@ -116,7 +116,8 @@ func TestGateway_LocalLegacyUpstreamsQuestionsReachTheHost(t *testing.T) {
 		if !strings.HasPrefix(p.Message, "Go on with deploy") {
 			t.Errorf("the host was asked %q", p.Message)
 		}
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		// Each question its own answer, so that one given to the other question shows.
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": !strings.Contains(p.Message, "build")}}, nil
 	})
 	eachClient(t, f, func(t *testing.T, c *client.Client) {
 		ctx := context.Background()
@@ -128,9 +129,11 @@ func TestGateway_LocalLegacyUpstreamsQuestionsReachTheHost(t *testing.T) {
 		if asked.Load() != 1 {
 			t.Errorf("the host was asked %d times, want 1", asked.Load())
 		}
-		r, err = c.CallTool(ctx, "old__confirmBoth", noteIn{Text: "deploy"})
-		if err != nil || text(r) != "deploy: build accept, ship accept" {
-			t.Fatalf("old__confirmBoth: %q %v", text(r), err)
+		for range 5 { // asked in either order, each answer goes to its own question
+			r, err = c.CallTool(ctx, "old__confirmBoth", noteIn{Text: "deploy"})
+			if err != nil || text(r) != "deploy: build accept false, ship accept true" {
+				t.Fatalf("old__confirmBoth: %q %v", text(r), err)
+			}
 		}
 	}, answer)
 }
@@ -143,14 +146,16 @@ func TestGateway_RemoteLegacyUpstreamsQuestionsReachTheHost(t *testing.T) {
 	serveAt(t, addr, legacyServer(), legacyOnly)
 	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
 	answer := client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": !strings.Contains(p.Message, "build")}}, nil
 	})
 	eachClient(t, f, func(t *testing.T, c *client.Client) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		r, err := c.CallTool(ctx, "far__confirmBoth", noteIn{Text: "deploy"})
-		if err != nil || text(r) != "deploy: build accept, ship accept" {
-			t.Fatalf("far__confirmBoth: %q %v", text(r), err)
+		for range 5 {
+			r, err := c.CallTool(ctx, "far__confirmBoth", noteIn{Text: "deploy"})
+			if err != nil || text(r) != "deploy: build accept false, ship accept true" {
+				t.Fatalf("far__confirmBoth: %q %v", text(r), err)
+			}
 		}
 	}, answer)
 }
