@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -288,44 +289,48 @@ func (rt *oauthRoundTripper) token(ctx context.Context) (*oauth2.Token, error) {
 	if st == nil {
 		return nil, nil
 	}
-	for {
-		tok, err := o.store().Token(ctx, st.resource)
-		if err != nil || tok == nil || tok.Valid() {
-			return tok, err
+	tok, err := o.store().Token(ctx, st.resource)
+	if err != nil || tok == nil || tok.Valid() {
+		return tok, err
+	}
+	if tok.RefreshToken == "" || o.wasRefused(tok.RefreshToken) {
+		return nil, nil // the next 401 authorizes again
+	}
+	o.mu.Lock()
+	f := o.refreshing[st.resource]
+	lead := f == nil
+	if lead {
+		f = &refreshFlight{done: make(chan struct{})}
+		if o.refreshing == nil {
+			o.refreshing = map[string]*refreshFlight{}
 		}
-		if tok.RefreshToken == "" || o.wasRefused(tok.RefreshToken) {
-			return nil, nil // the next 401 authorizes again
-		}
-		o.mu.Lock()
-		f := o.refreshing[st.resource]
-		lead := f == nil
-		if lead {
-			f = &refreshFlight{done: make(chan struct{})}
-			if o.refreshing == nil {
-				o.refreshing = map[string]*refreshFlight{}
-			}
-			o.refreshing[st.resource] = f
-		}
-		o.mu.Unlock()
-		if lead {
-			f.tok, f.err = rt.refreshStored(ctx, st)
+		o.refreshing[st.resource] = f
+	}
+	o.mu.Unlock()
+	if lead {
+		// The refresh outlives the request that started it: once the authorization
+		// server has rotated the refresh token, its answer is the only copy of the new
+		// one. It is bounded by refreshTimeout instead, and its goroutine ends with it.
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+			defer cancel()
+			f.tok, f.err = rt.refreshStored(rctx, st)
 			o.mu.Lock()
 			delete(o.refreshing, st.resource)
 			o.mu.Unlock()
 			close(f.done)
-			return f.tok, f.err
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
-			continue // the request that refreshed went away, not this one: refresh again
-		}
-		return f.tok, f.err
+		}()
 	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return f.tok, f.err
 }
+
+// refreshTimeout bounds a refresh, which no request's end cuts short.
+const refreshTimeout = 30 * time.Second
 
 // refreshFlight is one refresh, whose outcome the requests that waited for it share.
 type refreshFlight struct {

@@ -277,3 +277,49 @@ func checkAssertion(f map[string][]string, pub *ecdsa.PublicKey, clientID, issue
 	}
 	return nil
 }
+
+// A refresh outlives the request that started it: by the time that request is given up the
+// authorization server may have rotated the refresh token, and the new tokens must not be
+// lost with it. The next request uses them, without a second refresh or authorization.
+func TestOAuth_ARefreshOutlivesTheRequestThatStartedIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate, a.slow = true, true, 500*time.Millisecond })
+	store := &client.MemoryTokenStore{}
+	tr := a.transport(t)
+	tr.OAuth.Store = store
+	c, err := client.Connect(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a.mu.Lock()
+	a.refreshes["once"] = []string{"mcp:read"}
+	a.mu.Unlock()
+	store.SetToken(ctx, a.mcpURL, &oauth2.Token{AccessToken: "stale", RefreshToken: "once", Expiry: time.Now().Add(-time.Minute)})
+	list := func(ctx context.Context) error {
+		for _, err := range c.ListTools(ctx) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	gone, giveUp := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = list(gone) // gives up while the server is granting the refresh
+	giveUp()
+	if err == nil {
+		t.Fatal("the request that refreshed was answered before it was given up: the server was not slow enough")
+	}
+	if err := list(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.refreshRequests(); len(got) != 1 {
+		t.Errorf("refresh requests %v, want one", got)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.authorized) != 1 {
+		t.Errorf("%d authorizations, want only the first: the rotated tokens were lost with the request that refreshed", len(a.authorized))
+	}
+}

@@ -35,16 +35,17 @@ type authServer struct {
 	as, rs   *httptest.Server
 	mcpURL   string
 	issuer   string
-	badIss   string   // sent as iss instead of the issuer when set
-	prmRes   string   // the resource the protected resource metadata names, when set
-	ttl      int      // expires_in of the access tokens
-	refresh  bool     // issue refresh tokens
-	methods  []string // token_endpoint_auth_methods_supported (none when empty)
-	withhold string   // a scope never granted, whoever asks
-	noPKCE   bool     // the metadata leaves out code_challenge_methods_supported
-	rotate   bool     // a refresh token is good once (rotation)
-	firstTTL int      // expires_in of the first access token, when set
-	refuse   int      // answer refresh requests with this status: 400 invalid_grant, or another
+	badIss   string        // sent as iss instead of the issuer when set
+	prmRes   string        // the resource the protected resource metadata names, when set
+	ttl      int           // expires_in of the access tokens
+	refresh  bool          // issue refresh tokens
+	methods  []string      // token_endpoint_auth_methods_supported (none when empty)
+	withhold string        // a scope never granted, whoever asks
+	noPKCE   bool          // the metadata leaves out code_challenge_methods_supported
+	rotate   bool          // a refresh token is good once (rotation)
+	firstTTL int           // expires_in of the first access token, when set
+	refuse   int           // answer refresh requests with this status: 400 invalid_grant, or another
+	slow     time.Duration // a refresh is answered this long after it is granted (and rotated)
 
 	mu         sync.Mutex
 	authorized []url.Values // each authorization request
@@ -157,6 +158,11 @@ func (a *authServer) serveAS(w http.ResponseWriter, r *http.Request) {
 			rt := fmt.Sprintf("refresh-%d", a.n)
 			a.refreshes[rt] = scopes
 			res["refresh_token"] = rt
+		}
+		if f.Get("grant_type") == "refresh_token" && a.slow > 0 {
+			a.mu.Unlock()
+			time.Sleep(a.slow)
+			a.mu.Lock()
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(res)
