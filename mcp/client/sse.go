@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/relayrt/relay/jsonrpc"
 )
 
 // The deprecated HTTP+SSE transport of 2024-11-05, which servers still serve (MCP
@@ -128,9 +130,19 @@ func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
 				post.Header[k] = append([]string(nil), vs...)
 			}
 			post.Header.Set("Content-Type", "application/json")
-			if r, err := hc.Do(post); err == nil {
-				io.Copy(io.Discard, io.LimitReader(r.Body, 4096))
+			r, err := hc.Do(post)
+			if err == nil {
+				body, _ := io.ReadAll(io.LimitReader(r.Body, 4096))
 				r.Body.Close()
+				if r.StatusCode/100 != 2 {
+					err = &HTTPError{Status: r.StatusCode, Body: string(body)}
+				}
+			}
+			if err != nil && life.Err() == nil {
+				// The answer will not come on the stream: the call it carried fails now.
+				if m, derr := jsonrpc.Decode(f); derr == nil && m.Kind == jsonrpc.KindRequest {
+					s.tell(routeMsg{id: string(m.ID), failed: err})
+				}
 			}
 		}
 	}()

@@ -123,10 +123,11 @@ func TestHTTP_AnEventOfManyDataLinesIsOneMessage(t *testing.T) {
 // oldServer is a server of the deprecated HTTP+SSE transport (MCP 2024-11-05): a GET
 // opens the event stream, whose first event names the URL to POST to; every answer comes
 // on the stream. answer writes the events that answer a request; endpoint, when set,
-// replaces the endpoint event.
+// replaces the endpoint event; refuse, when set, may refuse a POST with an HTTP status.
 type oldServer struct {
 	endpoint func(w http.ResponseWriter)
 	answer   func(id json.RawMessage, method string) string
+	refuse   func(method string) int
 
 	mu     sync.Mutex
 	stream chan string
@@ -162,6 +163,12 @@ func (o *oldServer) start(t *testing.T) string {
 				Method string          `json:"method"`
 			}
 			json.NewDecoder(r.Body).Decode(&m)
+			if o.refuse != nil {
+				if status := o.refuse(m.Method); status != 0 {
+					http.Error(w, "refused "+m.Method, status)
+					return
+				}
+			}
 			w.WriteHeader(http.StatusAccepted)
 			if m.ID != nil && m.Method != "" {
 				o.stream <- o.answer(m.ID, m.Method)
@@ -244,5 +251,32 @@ func TestSSETransport_AMessageOverMaxMessageEndsTheConnection(t *testing.T) {
 	_, err = c.CallTool(ctx, "echo", map[string]any{"text": "hi"})
 	if !errors.Is(err, client.ErrMessageTooLarge) {
 		t.Fatalf("CallTool: %v, want ErrMessageTooLarge", err)
+	}
+}
+
+// A POST of the HTTP+SSE transport that the server refuses (any status but 2xx: its answer
+// will never come on the stream) fails the call it carried at once, with the server's
+// status, instead of leaving it to wait for its context.
+func TestSSETransport_ARefusedPostFailsItsCall(t *testing.T) {
+	o := &oldServer{answer: oldAnswers, refuse: func(method string) int {
+		if method == "tools/call" {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}}
+	url := o.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ccancel()
+	_, err = c.CallTool(cctx, "echo", map[string]any{"text": "hi"})
+	var he *client.HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || !strings.Contains(he.Body, "refused tools/call") {
+		t.Fatalf("a refused POST: %v, want the server's HTTP 503", err)
 	}
 }

@@ -43,6 +43,7 @@ type routeMsg struct {
 	id     string
 	call   *streamCall // nil: forget id
 	served bool        // the server's request id has been answered: forget it
+	failed error       // our request id could not be sent: its call fails with this
 }
 
 type streamCall struct {
@@ -153,6 +154,11 @@ func (s *stream) route(frames <-chan []byte) {
 				if end := serving[m.id]; end != nil {
 					end()
 					delete(serving, m.id)
+				}
+			case m.failed != nil:
+				if c := calls[m.id]; c != nil {
+					delete(calls, m.id)
+					c.reply <- streamReply{err: m.failed}
 				}
 			case m.call != nil:
 				calls[m.id] = m.call
