@@ -204,58 +204,41 @@ func (g *Gateway) once(key string, fn func()) {
 func (g *Gateway) sync(want registered, tools map[string]*mcp.Tool, prompts map[string]*mcp.Prompt,
 	resources map[string]*mcp.Resource, templates map[string]*mcp.ResourceTemplate) {
 	have := &g.registered
-	if gone := dropGone(have.tools, want.tools); len(gone) > 0 {
-		g.srv.RemoveTools(gone...)
+	g.syncList("tool", have.tools, want.tools, g.srv.RemoveTools, func(name string) error { return g.addTool(tools[name]) })
+	g.syncList("prompt", have.prompts, want.prompts, g.srv.RemovePrompts, func(name string) error {
+		return catch(func() { g.srv.AddPrompt(prompts[name], unreachablePrompt) })
+	})
+	g.syncList("resource", have.resources, want.resources, g.srv.RemoveResources, func(uri string) error {
+		return catch(func() { g.srv.AddResource(resources[uri], unreachableResource) })
+	})
+	g.syncList("resource template", have.templates, want.templates, g.srv.RemoveResourceTemplates, func(key string) error {
+		return catch(func() { g.srv.AddResourceTemplate(templates[key], unreachableResource) })
+	})
+}
+
+// syncList brings one list of the registry, have (each entry's key and its definition,
+// encoded), to want: what is gone is removed in one registry update, what is new or changed
+// added. An entry the server cannot serve (a schema that does not resolve, say) is left
+// out, with a warning once for each definition.
+func (g *Gateway) syncList(kind string, have, want map[string]string, remove func(...string), add func(key string) error) {
+	if gone := dropGone(have, want); len(gone) > 0 {
+		remove(gone...)
 	}
-	for name, enc := range want.tools {
-		if have.tools[name] == enc {
+	for key, enc := range want {
+		if have[key] == enc {
 			continue
 		}
-		if err := g.addTool(tools[name]); err != nil {
-			g.once("bad tool "+name+enc, func() {
-				g.log.Warn("an upstream's tool cannot be served (its schema does not resolve); it is left out",
-					zap.String("tool", name), zap.Error(err))
+		if err := add(key); err != nil {
+			g.once("bad "+kind+" "+key+enc, func() {
+				g.log.Warn("an upstream's "+kind+" cannot be served; it is left out", zap.String("name", key), zap.Error(err))
 			})
-			if _, was := have.tools[name]; was {
-				g.srv.RemoveTools(name)
-				delete(have.tools, name)
+			if _, was := have[key]; was {
+				remove(key)
+				delete(have, key)
 			}
 			continue
 		}
-		have.tools[name] = enc
-	}
-	if gone := dropGone(have.prompts, want.prompts); len(gone) > 0 {
-		g.srv.RemovePrompts(gone...)
-	}
-	for name, enc := range want.prompts {
-		if have.prompts[name] != enc {
-			g.srv.AddPrompt(prompts[name], unreachablePrompt)
-			have.prompts[name] = enc
-		}
-	}
-	if gone := dropGone(have.resources, want.resources); len(gone) > 0 {
-		g.srv.RemoveResources(gone...)
-	}
-	for uri, enc := range want.resources {
-		if have.resources[uri] != enc {
-			if err := catch(func() { g.srv.AddResource(resources[uri], unreachableResource) }); err != nil {
-				g.log.Warn("an upstream's resource cannot be served; it is left out", zap.String("uri", uri), zap.Error(err))
-				continue
-			}
-			have.resources[uri] = enc
-		}
-	}
-	if gone := dropGone(have.templates, want.templates); len(gone) > 0 {
-		g.srv.RemoveResourceTemplates(gone...) // one registry update, not one per template
-	}
-	for key, enc := range want.templates {
-		if have.templates[key] != enc {
-			if err := catch(func() { g.srv.AddResourceTemplate(templates[key], unreachableResource) }); err != nil {
-				g.log.Warn("an upstream's resource template cannot be served; it is left out", zap.String("uri_template", key), zap.Error(err))
-				continue
-			}
-			have.templates[key] = enc
-		}
+		have[key] = enc
 	}
 }
 

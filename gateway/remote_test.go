@@ -374,26 +374,7 @@ func TestGateway_AnUndecodableToolLeavesTheListNotTheUpstream(t *testing.T) {
 		return mcp.TextResult("remote: " + in.Text), nil
 	})
 	addr := freeAddr(t)
-	serveAt(t, addr, remote, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(strings.NewReader(string(body)))
-			if !strings.Contains(string(body), `"tools/list"`) {
-				h.ServeHTTP(w, r)
-				return
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, r)
-			// The answer, as JSON or as one SSE event, with a bad tool put first.
-			out := strings.Replace(rec.Body.String(), `"tools":[`, `"tools":[{"name":5,"inputSchema":{"type":"object"}},`, 1)
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
-			}
-			w.Header().Del("Content-Length")
-			w.WriteHeader(rec.Code)
-			io.WriteString(w, out)
-		})
-	})
+	serveAt(t, addr, remote, withTool(`{"name":5,"inputSchema":{"type":"object"}}`))
 	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
 	if st := f.g.Status(); st[0].State != "up" {
 		t.Errorf("status: %+v, want up", st[0])
@@ -404,6 +385,55 @@ func TestGateway_AnUndecodableToolLeavesTheListNotTheUpstream(t *testing.T) {
 	}
 	if f.logs.FilterMessageSnippet("does not decode").Len() == 0 {
 		t.Errorf("the bad item was not logged: %v", f.logs.All())
+	}
+}
+
+// An upstream's tool that the gateway's server cannot serve (its input schema does not
+// resolve) is left out, with one warning however often the lists are rebuilt, and the
+// upstream's other tools are listed.
+func TestGateway_AToolThatCannotBeServedIsLeftOut(t *testing.T) {
+	remote := mcp.NewServer(mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	mcp.AddTool(remote, &mcp.Tool{Name: "note"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("remote: " + in.Text), nil
+	})
+	addr := freeAddr(t)
+	serveAt(t, addr, remote, withTool(`{"name":"broken","inputSchema":{"type":"object","properties":{"x":{"$ref":"#/$defs/nowhere"}}}}`))
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	c := connect(t, &client.MemoryTransport{Server: f.g.Server().Runtime()})
+	if names := listedTools(t, c); !slices.Equal(names, []string{"far__note"}) {
+		t.Errorf("tools: %v, want far__note alone", names)
+	}
+	// A list change: the gateway lists again, and rebuilds with the broken tool still there.
+	mcp.AddTool(remote, &mcp.Tool{Name: "more"}, func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("more"), nil
+	})
+	waitForTools(t, c, "the new tool", func(names []string) bool { return slices.Equal(names, []string{"far__more", "far__note"}) })
+	if n := f.logs.FilterMessageSnippet("cannot be served").Len(); n != 1 {
+		t.Errorf("%d warnings about the tool that cannot be served, want 1: %v", n, f.logs.All())
+	}
+}
+
+// withTool makes an MCP handler's tools/list answers (as JSON or as one SSE event) hold one
+// more tool, item, put first.
+func withTool(item string) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			if !strings.Contains(string(body), `"tools/list"`) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			out := strings.Replace(rec.Body.String(), `"tools":[`, `"tools":[`+item+`,`, 1)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			io.WriteString(w, out)
+		})
 	}
 }
 
