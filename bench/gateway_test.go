@@ -56,6 +56,10 @@ func BenchmarkGateway(b *testing.B) {
 // every path is driven the way a host of that generation does: one session (initialize,
 // notifications/initialized, then every tools/call with its Mcp-Session-Id, when the server
 // gives one) with inflight calls outstanding, each on a keep-alive connection of its own.
+//
+// path=gateway-remote is `relay gateway --listen` with examples/echo, itself served over
+// Streamable HTTP (-http), as a remote server ("url"): two HTTP hops, the second through
+// mcp/client's HTTP transport. Each of its sub-benchmarks starts an upstream of its own.
 func BenchmarkGatewayHTTP(b *testing.B) {
 	echo := relayEcho(b)
 	cli, err := relayCLI()
@@ -69,6 +73,7 @@ func BenchmarkGatewayHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	tbx, tbxSkip := tbxark()
+	remoteConfig := filepath.Join(dir, "gateway-remote.json") // written by each path=gateway-remote
 	for _, c := range []struct {
 		name string
 		path string // of the MCP endpoint
@@ -79,6 +84,9 @@ func BenchmarkGatewayHTTP(b *testing.B) {
 		}},
 		{"path=gateway", "/mcp", func(addr string) []string {
 			return []string{cli, "gateway", "--config", gwConfig, "--listen", addr, "--quiet-child"}
+		}},
+		{"path=gateway-remote", "/mcp", func(addr string) []string {
+			return []string{cli, "gateway", "--config", remoteConfig, "--listen", addr}
 		}},
 		// TBXark names the server's tools as the server does: the tool stays "echo". Its
 		// configuration holds the address it listens on.
@@ -98,6 +106,17 @@ func BenchmarkGatewayHTTP(b *testing.B) {
 			b.Run(c.name+"/size=64B/inflight="+strconv.Itoa(inFlight), func(b *testing.B) {
 				if c.name == "path=tbxark" && tbxSkip != "" {
 					b.Skip(tbxSkip)
+				}
+				if c.name == "path=gateway-remote" {
+					up, err := startHTTP(b.Context(), echo.cmd)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer up.stop()
+					if err := writeJSON(remoteConfig, map[string]any{"mcpServers": map[string]any{"echo": map[string]any{
+						"url": "http://" + up.addr + "/mcp", "relay": map[string]any{"prefix": ""}}}}); err != nil {
+						b.Fatal(err)
+					}
 				}
 				benchGatewayHTTP(b, c.cmd, c.path, inFlight)
 			})

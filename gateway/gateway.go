@@ -43,7 +43,8 @@ type Options struct {
 	// drops out of the lists (default 10 s).
 	HealthEvery time.Duration
 	// HTTPClient makes the requests to remote upstreams (default: a client of each
-	// transport's own).
+	// upstream connection's own, which keeps up to client.DefaultMaxIdleConnsPerHost, 256,
+	// idle connections to the upstream; see client.HTTPTransport.Client).
 	HTTPClient *http.Client
 	// Telemetry, when not nil, gives each request passed on to an upstream a client span, a
 	// child of the request's own span, whose trace context the upstream gets in

@@ -146,8 +146,10 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 // input and waits for the dispatcher to stop.
 func (d *door) alone(r *http.Request, frame []byte, id jsonrpc.ID) (frames <-chan runtime.Outbound, gone, end func()) {
 	in := make(chan runtime.Inbound, 2) // the frame, and perhaps its cancel: sends never block
-	out := make(chan runtime.Outbound, 16)
-	go d.rt.ServeOutbound(requestContext(d.sessions.base, r), in, out) // ends when in closes and it drains
+	// respond takes each frame as it comes: a few of buffer let the dispatcher go on while it
+	// writes one.
+	out := make(chan runtime.Outbound, 4)
+	go d.rt.ServeRequest(requestContext(d.sessions.base, r), in, out) // ends when in closes and it drains
 	in <- runtime.Inbound{Frame: frame}
 	if id == nil {
 		close(in)

@@ -116,7 +116,15 @@ type dispatcher struct {
 	deadline    <-chan time.Time
 }
 
-func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(Outbound)) *dispatcher {
+// The capacity of a dispatcher's events: a connection's many requests report into a queue
+// that lets their actors finish without waiting on the dispatcher; a dispatcher of one request
+// (ServeRequest) needs room for little more than its completion.
+const (
+	connEvents    = 256
+	requestEvents = 4
+)
+
+func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(Outbound), events int) *dispatcher {
 	d := &dispatcher{
 		s:       s,
 		p:       &s.profile,
@@ -124,7 +132,7 @@ func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(
 		base:    context.WithoutCancel(ctx),
 		in:      in,
 		emit:    emit,
-		events:  make(chan event, 256),
+		events:  make(chan event, events),
 		stopped: make(chan struct{}),
 		drainCh: make(chan struct{}),
 		table:   make(map[string]*entry),

@@ -53,7 +53,7 @@ type Inbound struct {
 // graceful drain; the requests' own contexts are not children of ctx.
 func (s *Server) Serve(ctx context.Context, in <-chan Inbound, out chan<- []byte) error {
 	defer close(out)
-	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o.Frame }).run(ctx)
+	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o.Frame }, connEvents).run(ctx)
 }
 
 // Outbound is a frame with what a transport that routes frames per request (HTTP) needs to
@@ -74,7 +74,19 @@ type Outbound struct {
 // ServeOutbound is Serve for transports that route frames per request.
 func (s *Server) ServeOutbound(ctx context.Context, in <-chan Inbound, out chan<- Outbound) error {
 	defer close(out)
-	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o }).run(ctx)
+	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o }, connEvents).run(ctx)
+}
+
+// ServeRequest is ServeOutbound for an input that carries one message, and perhaps the
+// notification that cancels it: an HTTP POST of MCP 2026-07-28, or of stateless RCP. It
+// behaves as ServeOutbound does, for any input; only its queue of the handlers' completions
+// and notifications is sized for one request rather than for a connection's many, which
+// spares each such request the allocation of a connection's queue. A handler that has more
+// to say than that queue holds waits for the dispatcher to take it, as every handler waits
+// while the transport is behind.
+func (s *Server) ServeRequest(ctx context.Context, in <-chan Inbound, out chan<- Outbound) error {
+	defer close(out)
+	return newDispatcher(ctx, s, in, func(o Outbound) { out <- o }, requestEvents).run(ctx)
 }
 
 // Sentinel causes seen by handlers through context.Cause.

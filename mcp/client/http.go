@@ -22,7 +22,13 @@ import (
 type HTTPTransport struct {
 	// URL is the endpoint, e.g. http://127.0.0.1:8080/mcp.
 	URL string
-	// Client makes the requests (nil: a client of its own).
+	// Client makes the requests. When nil, each Streamable HTTP connection (Connect) has a
+	// client of its own, whose transport has http.DefaultTransport's settings but for the
+	// idle connections it keeps: up to DefaultMaxIdleConnsPerHost to a host
+	// (http.DefaultTransport keeps 2), so that calls made at once reuse their connections
+	// instead of opening new ones. They close with the connection (Client.Close), or after
+	// 90 s unused. A program that has replaced http.DefaultTransport with a RoundTripper of
+	// another type gets that one, as it is; so does a server of the HTTP+SSE transport.
 	Client *http.Client
 	// Header is added to every request (Authorization, say).
 	Header http.Header
@@ -36,6 +42,25 @@ type HTTPTransport struct {
 
 // DefaultMaxMessage is the largest message an HTTPTransport reads unless told otherwise.
 const DefaultMaxMessage = 64 << 20
+
+// DefaultMaxIdleConnsPerHost is how many idle connections to a host the client of an
+// HTTPTransport without a Client keeps open for its next requests: as many calls as a
+// connection has in flight at once reuse theirs, up to this many. Beyond it, a request
+// that ends closes its connection and a new one is dialled for the next.
+const DefaultMaxIdleConnsPerHost = 256
+
+// ownTransport returns a transport for a connection of an HTTPTransport without a Client
+// (see HTTPTransport.Client), or nil when http.DefaultTransport is not an *http.Transport.
+func ownTransport() *http.Transport {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	t := dt.Clone()
+	t.MaxIdleConns = 0 // no bound across hosts: the connection's requests go to one
+	t.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	return t
+}
 
 // maxMessage is t.MaxMessage, or its default.
 func (t *HTTPTransport) maxMessage() int {
@@ -75,8 +100,9 @@ func (h *httpConn) currentSession() string {
 }
 
 type httpConn struct {
-	t  *HTTPTransport
-	hc *http.Client
+	t   *HTTPTransport
+	hc  *http.Client
+	own *http.Transport // hc's own transport, without HTTPTransport.Client; closed with the conn
 
 	// The server's requests on a response stream are answered by goroutines of their own,
 	// at most maxServing at once, which close ends and waits for.
@@ -91,10 +117,15 @@ type httpConn struct {
 }
 
 // httpClient is the client the transport's requests go through: Client, authorized with
-// OAuth when it is set.
-func (t *HTTPTransport) httpClient() *http.Client {
+// OAuth when it is set. Without a Client, it goes through own, or http.DefaultTransport when
+// own is nil.
+func (t *HTTPTransport) httpClient(own *http.Transport) *http.Client {
 	hc := t.Client
-	if hc == nil {
+	switch {
+	case hc != nil:
+	case own != nil:
+		hc = &http.Client{Transport: own}
+	default:
 		hc = &http.Client{}
 	}
 	if t.OAuth != nil {
@@ -106,7 +137,11 @@ func (t *HTTPTransport) httpClient() *http.Client {
 }
 
 func (t *HTTPTransport) dial(ctx context.Context, in *inbox) (conn, error) {
-	h := &httpConn{t: t, hc: t.httpClient(), in: in, slots: make(chan struct{}, maxServing)}
+	var own *http.Transport
+	if t.Client == nil {
+		own = ownTransport()
+	}
+	h := &httpConn{t: t, hc: t.httpClient(own), own: own, in: in, slots: make(chan struct{}, maxServing)}
 	h.closed, h.endServes = context.WithCancel(context.Background())
 	return h, nil
 }
@@ -509,5 +544,8 @@ func (h *httpConn) close() error {
 		}
 	}
 	h.hc.CloseIdleConnections()
+	if h.own != nil { // under OAuth's RoundTripper, which hc cannot ask to
+		h.own.CloseIdleConnections()
+	}
 	return nil
 }

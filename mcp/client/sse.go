@@ -38,7 +38,7 @@ func isOldTransport(err error) bool {
 // dialSSE opens the old transport at t.URL: it waits (until ctx ends) for the endpoint
 // event, then returns a stream conn over it.
 func (t *HTTPTransport) dialSSE(ctx context.Context, in *inbox) (conn, error) {
-	hc := t.httpClient()
+	hc := t.httpClient(nil)
 	life, end := context.WithCancel(context.Background()) // the GET lasts as long as the conn
 	req, err := http.NewRequestWithContext(life, http.MethodGet, t.URL, nil)
 	if err != nil {
