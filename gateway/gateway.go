@@ -632,8 +632,11 @@ func withHost(ctx context.Context, req *mcp.Request) context.Context {
 //
 // Asked by retry, each question is named (mcp.InputKey) by what it asks: an upstream that
 // asks several at once asks them in any order, run after run, and a name by order would
-// give one question's answer to another. Questions that ask the same thing are told apart
-// by their count, which is theirs whatever the order.
+// give one question's answer to another. What an upstream draws anew on every run (an
+// elicitation's id, the URL of a URL-mode one, _meta) is left out of the name, and
+// questions that ask the same thing are told apart by their count. A question whose text
+// changes from run to run cannot be answered this way: the host is asked again, until its
+// client gives up.
 func ask[T any](ctx context.Context, method string, params any, question func(req *mcp.Request, key mcp.AskOption) (T, error)) (T, error) {
 	h, ok := ctx.Value(hostKey{}).(*host)
 	if !ok {
@@ -652,6 +655,9 @@ func ask[T any](ctx context.Context, method string, params any, question func(re
 			Message: "relay gateway has given up this call to ask the host " + method + "; it is sent again with the host's answers"}
 	}
 	raw, _ := json.Marshal(params)
+	for _, drawn := range []string{"elicitationId", "url", "_meta"} { // new on every run, or may be
+		raw = withoutMember(raw, drawn)
+	}
 	sum := sha256.Sum256(append([]byte(method+"\x00"), raw...))
 	what := base64.RawURLEncoding.EncodeToString(sum[:9])
 	if h.keys == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -83,6 +84,14 @@ func legacyServer() *mcp.Server {
 			}
 		}
 		return mcp.TextResult(in.Text + ": " + strings.Join(answers, ", ")), nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "visit"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
+		// A URL-mode question: its elicitationId is new on every run.
+		res, err := req.Elicit(ctx, &mcp.ElicitParams{Mode: mcp.ElicitURL, Message: "Sign in", URL: "https://example.com/signin"})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.TextResult("visit: " + res.Action), nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "level"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, error) {
 		return mcp.TextResult("at " + string(req.LogLevel())), nil // the session's: what the gateway asked for
@@ -198,5 +207,70 @@ func TestGateway_LegacyUpstreamLogsAtTheLowestLevelAsked(t *testing.T) {
 	modern := connect(t, client.HTTP(url))
 	if got := levelAt(modern, client.WithLogLevel("error")); got != "at error" {
 		t.Errorf("a 2026-07-28 call at error: the upstream logs %s", got)
+	}
+}
+
+// A question whose every run differs in what the host does not answer (a URL-mode
+// question's elicitationId) is answered by the host's retry all the same, once.
+func TestGateway_LegacyUpstreamsURLQuestionIsAnsweredByRetry(t *testing.T) {
+	f := startGateway(t, config(legacyEntry("old")))
+	var asked atomic.Int32
+	answer := client.WithURLElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	})
+	eachClient(t, f, func(t *testing.T, c *client.Client) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		asked.Store(0)
+		r, err := c.CallTool(ctx, "old__visit", struct{}{})
+		if err != nil || text(r) != "visit: accept" || asked.Load() != 1 {
+			t.Fatalf("old__visit: %q %v, the host asked %d times; want visit: accept, asked once", text(r), err, asked.Load())
+		}
+	}, answer)
+}
+
+// A logging/setLevel that the upstream does not answer holds up only the call that sent it
+// (for at most setLevelWait): another host's call goes on meanwhile.
+func TestGateway_AHungSetLevelHoldsUpNoOtherCall(t *testing.T) {
+	addr := freeAddr(t)
+	var hang atomic.Bool
+	release := make(chan struct{})
+	serveAt(t, addr, legacyServer(), func(h http.Handler) http.Handler {
+		return legacyOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if hang.Load() && strings.Contains(string(body), `"logging/setLevel"`) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			h.ServeHTTP(w, r)
+		}))
+	})
+	defer close(release)
+	f := startGateway(t, config(fmt.Sprintf(`"far": {"url": "http://%s/mcp"}`, addr)))
+	url := serveHTTP(t, f.g.Server())
+	ctx := context.Background()
+	verbose := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	quiet := connect(t, client.HTTP(url), client.WithVersion(mcp.Version20251125))
+	verbose.SetLogLevel(ctx, mcp.LevelDebug)
+	quiet.SetLogLevel(ctx, mcp.LevelWarning)
+	hang.Store(true)
+	vctx, vcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer vcancel()
+	verboseDone := make(chan struct{})
+	go func() { // its setLevel hangs
+		defer close(verboseDone)
+		verbose.CallTool(vctx, "far__level", nil)
+	}()
+	defer func() { <-verboseDone }()
+	time.Sleep(300 * time.Millisecond)
+	qctx, qcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer qcancel()
+	if _, err := quiet.CallTool(qctx, "far__level", nil); err != nil {
+		t.Errorf("a call while another host's setLevel hangs: %v", err)
 	}
 }
