@@ -543,6 +543,9 @@ func (h *httpConn) close() error {
 			}
 		}
 	}
+	if rt, ok := h.hc.Transport.(*oauthRoundTripper); ok {
+		rt.refreshes.Wait() // a token refresh under way: at most refreshTimeout
+	}
 	h.hc.CloseIdleConnections()
 	if h.own != nil { // under OAuth's RoundTripper, which hc cannot ask to
 		h.own.CloseIdleConnections()

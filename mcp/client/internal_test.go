@@ -40,3 +40,38 @@ func TestReconnectDelayIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A message that names no request goes to the one call in flight that may be asked for: not
+// to a listen or a ping beside it, not when there are two, and not to a call that was in
+// flight beside one given up a moment ago (the message may be the one given up's); a call
+// made after it was given up gets it.
+func TestOnlyCall_WhoseMessageItIs(t *testing.T) {
+	now := time.Now()
+	tool := &streamCall{asks: true, since: now.Add(-time.Second)}
+	other := map[string]*streamCall{"listen": {since: now}, "ping": {since: now}}
+	s := &stream{}
+	calls := map[string]*streamCall{"tool": tool}
+	for k, v := range other {
+		calls[k] = v
+	}
+	if got := s.onlyCall(calls); got != tool {
+		t.Errorf("one tool call beside a listen and a ping: %v, want the tool call", got)
+	}
+	calls["second"] = &streamCall{asks: true, since: now}
+	if got := s.onlyCall(calls); got != nil {
+		t.Errorf("two calls that may be asked for: %v, want none", got)
+	}
+	delete(calls, "second")
+	s.forgot = now // "second" was given up just now, while tool was in flight
+	if got := s.onlyCall(calls); got != nil {
+		t.Errorf("the call beside one given up a moment ago: %v, want none", got)
+	}
+	later := &streamCall{asks: true, since: now.Add(time.Millisecond)}
+	if got := s.onlyCall(map[string]*streamCall{"later": later}); got != later {
+		t.Errorf("a call made after the one given up: %v, want it", got)
+	}
+	s.forgot = now.Add(-forgetGrace - time.Second)
+	if got := s.onlyCall(calls); got != tool {
+		t.Errorf("long after: %v, want the tool call", got)
+	}
+}

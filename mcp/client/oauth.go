@@ -162,6 +162,8 @@ type oauthRoundTripper struct {
 	mcp  string // the MCP endpoint
 	hc   *http.Client
 	dpop *dpopSigner // nil without OAuth.DPoPKey
+	// refreshes are the refreshes this connection started, which its close waits for
+	refreshes sync.WaitGroup
 }
 
 func (o *OAuth) roundTripper(base http.RoundTripper, mcpURL string) *oauthRoundTripper {
@@ -310,8 +312,9 @@ func (rt *oauthRoundTripper) token(ctx context.Context) (*oauth2.Token, error) {
 	if lead {
 		// The refresh outlives the request that started it: once the authorization
 		// server has rotated the refresh token, its answer is the only copy of the new
-		// one. It is bounded by refreshTimeout instead, and its goroutine ends with it.
-		go func() {
+		// one. It is bounded by refreshTimeout instead, and the connection's close waits
+		// for it.
+		rt.refreshes.Go(func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 			defer cancel()
 			f.tok, f.err = rt.refreshStored(rctx, st)
@@ -319,7 +322,7 @@ func (rt *oauthRoundTripper) token(ctx context.Context) (*oauth2.Token, error) {
 			delete(o.refreshing, st.resource)
 			o.mu.Unlock()
 			close(f.done)
-		}()
+		})
 	}
 	select {
 	case <-f.done:

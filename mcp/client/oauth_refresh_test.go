@@ -323,3 +323,34 @@ func TestOAuth_ARefreshOutlivesTheRequestThatStartedIt(t *testing.T) {
 		t.Errorf("%d authorizations, want only the first: the rotated tokens were lost with the request that refreshed", len(a.authorized))
 	}
 }
+
+// Close waits for a refresh under way (at most refreshTimeout): its goroutine does not
+// outlive the client, and the rotated tokens are in the store when Close returns.
+func TestOAuth_CloseWaitsForARefreshUnderWay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate, a.slow = true, true, 500*time.Millisecond })
+	store := &client.MemoryTokenStore{}
+	tr := a.transport(t)
+	tr.OAuth.Store = store
+	c, err := client.Connect(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.refreshes["once"] = []string{"mcp:read"}
+	a.mu.Unlock()
+	store.SetToken(ctx, a.mcpURL, &oauth2.Token{AccessToken: "stale", RefreshToken: "once", Expiry: time.Now().Add(-time.Minute)})
+	gone, giveUp := context.WithTimeout(ctx, 100*time.Millisecond)
+	for _, err := range c.ListTools(gone) {
+		if err != nil {
+			break
+		}
+	}
+	giveUp()
+	c.Close()
+	tok, err := store.Token(ctx, a.mcpURL)
+	if err != nil || tok == nil || tok.RefreshToken == "once" {
+		t.Fatalf("the store after Close: %+v %v, want the rotated tokens", tok, err)
+	}
+}

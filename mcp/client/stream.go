@@ -31,6 +31,7 @@ type stream struct {
 	cause error
 
 	in        *inbox
+	forgot    time.Time          // when a call that may be asked for was last given up (the router's)
 	serving   sync.WaitGroup     // the goroutines answering the server's requests
 	serveCtx  context.Context    // their context: ends when the stream closes
 	endServes context.CancelFunc // ends serveCtx
@@ -47,10 +48,14 @@ type routeMsg struct {
 }
 
 type streamCall struct {
-	ctx    context.Context  // the caller's: a question of the server's asked for it gets it
-	reply  chan streamReply // buffered: the router never waits on it
-	note   func(method string, params json.RawMessage)
-	listen bool // a subscriptions/listen stream, which never gets a call's messages
+	ctx   context.Context  // the caller's: a question of the server's asked for it gets it
+	reply chan streamReply // buffered: the router never waits on it
+	note  func(method string, params json.RawMessage)
+	// asks: a call during which the server may ask its client and log for it (tools/call,
+	// prompts/get, resources/read); others (a listen stream, a ping, a list) never get a
+	// request's messages or questions that name no request
+	asks  bool
+	since time.Time // when the router learnt of it
 }
 
 type streamReply struct {
@@ -97,7 +102,7 @@ func (s *stream) tell(m routeMsg) error {
 }
 
 func (s *stream) call(ctx context.Context, r *outgoing) (json.RawMessage, error) {
-	c := &streamCall{ctx: ctx, reply: make(chan streamReply, 1), note: r.note, listen: r.method == "subscriptions/listen"}
+	c := &streamCall{ctx: ctx, reply: make(chan streamReply, 1), note: r.note, asks: asksFor[r.method]}
 	if err := s.tell(routeMsg{id: string(r.id), call: c}); err != nil {
 		return nil, err
 	}
@@ -161,8 +166,12 @@ func (s *stream) route(frames <-chan []byte) {
 					c.reply <- streamReply{err: m.failed}
 				}
 			case m.call != nil:
+				m.call.since = time.Now()
 				calls[m.id] = m.call
 			default:
+				if c := calls[m.id]; c != nil && c.asks {
+					s.forgot = time.Now()
+				}
 				delete(calls, m.id)
 			}
 		case f, ok := <-frames:
@@ -228,7 +237,7 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 			// is exactly one; otherwise nobody can tell, and it is dropped. Listen streams
 			// do not count: a request's messages never go to one (MCP 2026-07-28, Basic ›
 			// Patterns › Subscriptions).
-			c = onlyCall(calls)
+			c = s.onlyCall(calls)
 		}
 		if c != nil && c.note != nil {
 			c.note(m.Method, append(json.RawMessage(nil), m.Params...))
@@ -242,12 +251,12 @@ func (s *stream) frame(f []byte, calls map[string]*streamCall, serving map[strin
 		}
 		var ctx context.Context
 		var end context.CancelFunc
-		if c := onlyCall(calls); c != nil {
+		if c := s.onlyCall(calls); c != nil && m.Method != "ping" {
 			// A request of the server's names no call of ours, over stdio: it is the one
 			// call's in flight, when there is exactly one, as a log message is (above). The
 			// handler gets that call's context, so that it can tell whose question it
 			// answers (a gateway passes it on to its own caller), and it ends with the
-			// call, or with the stream.
+			// caller's context, or with the stream. A ping is nobody's: it is answered.
 			cctx, cancel := context.WithCancel(c.ctx)
 			stop := context.AfterFunc(s.serveCtx, cancel)
 			ctx, end = cctx, func() { stop(); cancel() }
@@ -306,12 +315,30 @@ func reply(id jsonrpc.ID, res json.RawMessage, err error) []byte {
 	return jsonrpc.AppendResult(nil, id, res)
 }
 
-// onlyCall returns the one call in flight that is not a listen stream, or nil when there
-// are none or several.
-func onlyCall(calls map[string]*streamCall) *streamCall {
+// asksFor are the methods during which a server may ask its client, and log for the call.
+var asksFor = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// forgetGrace is how long after a call was given up a message that names no request is
+// nobody's, if the one call left was in flight beside it: the server may not have read the
+// cancellation yet, and what it sends for the call given up must not go to the other.
+const forgetGrace = 2 * time.Second
+
+// onlyCall returns the one call in flight that may be asked for (see asksFor), or nil when
+// there are none or several, or when it was in flight beside one given up a moment ago
+// (forgetGrace).
+func (s *stream) onlyCall(calls map[string]*streamCall) *streamCall {
+	only := soleAsker(calls)
+	if only != nil && only.since.Before(s.forgot) && time.Since(s.forgot) < forgetGrace {
+		return nil
+	}
+	return only
+}
+
+// soleAsker returns the one call in calls that may be asked for, or nil.
+func soleAsker(calls map[string]*streamCall) *streamCall {
 	var only *streamCall
 	for _, c := range calls {
-		if c.listen {
+		if !c.asks {
 			continue
 		}
 		if only != nil {
