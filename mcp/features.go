@@ -300,7 +300,11 @@ func (s *Server) resumeInput(ctx context.Context, req *Request, target string, a
 func (s *Server) askedInput(ctx context.Context, req *Request, target string, args json.RawMessage, res any, err error) (any, error) {
 	err = s.urlRequired(req, err)
 	in := req.input.Load()
-	if !req.meta.modern || err == nil || !errors.Is(err, ErrInputRequired) || in == nil || len(in.asked) == 0 {
+	if !req.meta.modern || err == nil || !errors.Is(err, ErrInputRequired) || in == nil {
+		return res, err
+	}
+	asked := in.questions()
+	if len(asked) == 0 {
 		return res, err
 	}
 	answers := in.answers
@@ -315,7 +319,7 @@ func (s *Server) askedInput(ctx context.Context, req *Request, target string, ar
 		ResultType    string                  `json:"resultType"`
 		InputRequests map[string]inputRequest `json:"inputRequests"`
 		RequestState  string                  `json:"requestState"`
-	}{"input_required", in.asked, s.sealState(bind)}, nil
+	}{"input_required", asked, s.sealState(bind)}, nil
 }
 
 // binding is what a requestState is bound to: the request's method, target, arguments and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -89,6 +90,14 @@ type inputRounds struct {
 	n       int                        // questions asked so far in this run
 	named   map[string]bool            // the keys of this run's questions, answered or not
 	task    *taskState                 // the task the call runs as, if it does
+}
+
+// questions returns what the handler asked in this run: a copy, read under the lock, since a
+// goroutine of the handler's may still be asking.
+func (in *inputRounds) questions() map[string]inputRequest {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.asked)
 }
 
 // rounds returns r.input, made if need be.

@@ -288,9 +288,9 @@ func (s *Server) runTask(ctx context.Context, a *taskActor, treq *Request, tl *t
 		in := &inputRounds{answers: answers, task: task}
 		treq.input.Store(in)
 		res, err := callTask(ctx, &treq.toolCall, fn)
-		if err != nil && errors.Is(err, ErrInputRequired) && len(in.asked) > 0 && ctx.Err() == nil {
+		if questions := in.questions(); err != nil && errors.Is(err, ErrInputRequired) && len(questions) > 0 && ctx.Err() == nil {
 			asked := map[string]json.RawMessage{}
-			for k, q := range in.asked {
+			for k, q := range questions {
 				raw, _ := json.Marshal(q)
 				asked[k] = raw
 			}
