@@ -42,9 +42,10 @@
 // on each call, for the log level of the host whose call it is (none when the host asked
 // for none); an upstream of the initialize generation, whose level is its session's, is
 // told the lowest level any host asked for of the calls in flight to it, and each host gets
-// only what its own level asks for. Over stdio nothing ties an upstream's question or log
-// message to a call: it is the call's while that call is the one in flight to the upstream,
-// and refused (a question) or dropped (a message) otherwise. Resource updates of
+// only what its own level asks for. Over stdio (and the old HTTP+SSE transport) nothing
+// ties an upstream's question or log message to a call: it is the call's while that call is
+// the one tools/call, prompts/get or resources/read in flight to the upstream, and refused
+// (a question) or dropped (a message) otherwise. Resource updates of
 // every resource an upstream lists are subscribed to, and reach only the hosts that
 // subscribed. An upstream that is down drops out of the lists; a call that names it is
 // answered with an error that names it.
@@ -70,9 +71,12 @@
 // extension gets an upstream's task under an id of the gateway's that names the upstream,
 // and its tasks/get, tasks/update and tasks/cancel go to that upstream; for a host of the
 // initialize generation the gateway waits for the task and answers with its result. A task
-// id is bound to the host it was handed out to (its principal, mcp.TaskPrincipal), by a
-// keyed hash in the id: to any other host it is unknown, although every host reaches the
-// upstream as the gateway; the key is the process's, so ids do not outlive it. A
+// id is bound to the principal it was handed out to (mcp.TaskPrincipal: the authenticated
+// principal, else the session), by a keyed hash in the id: to any other it is unknown,
+// although every host reaches the upstream as the gateway. Hosts with neither (stdio, and
+// unauthenticated 2026-07-28 requests over HTTP) share the empty principal, and their task
+// ids, as at a server. The key is the process's: ids do not outlive it, nor work at another
+// instance of the gateway. A
 // host's subscriptions/listen that names tasks follows them at their upstreams (of the
 // 2026-07-28 generation), with a listen of the gateway's own for each, and hears their
 // notifications/tasks under the gateway's ids.

@@ -216,8 +216,9 @@ type UpstreamStatus struct {
 	State     string `json:"state"`
 	Restarts  int64  `json:"restarts"`
 	LastError string `json:"lastError,omitempty"`
-	// What it offers through the gateway: its tools and prompts that allow and deny keep,
-	// its resources and resource templates.
+	// Tools and Prompts count what it offers through the gateway (what allow and deny
+	// keep); Resources and Templates, what it lists (a URI an upstream earlier in the
+	// configuration also lists is served by that one).
 	Tools     int `json:"tools"`
 	Prompts   int `json:"prompts"`
 	Resources int `json:"resources"`
