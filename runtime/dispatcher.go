@@ -121,9 +121,9 @@ type dispatcher struct {
 	stopped chan struct{}
 	drainCh chan struct{}
 
-	table    map[string]*entry
-	bytes    int // frame bytes held by the requests in the table
-	actors   int // request actors alive (some may have left the table at the drain deadline)
+	table    table // the requests in flight
+	bytes    int   // frame bytes held by the requests in the table
+	actors   int   // request actors alive (some may have left the table at the drain deadline)
 	pending  map[string]*call
 	nextCall int64
 
@@ -148,7 +148,7 @@ func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(
 		events:  make(chan event, 256),
 		stopped: make(chan struct{}),
 		drainCh: make(chan struct{}),
-		table:   make(map[string]*entry),
+		table:   newTable(),
 		pending: make(map[string]*call),
 	}
 	d.session = s.profile.NewSession(&Peer{d: d})
@@ -179,7 +179,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	done := ctx.Done()
 	var grace <-chan time.Time
 	for fast := 0; ; fast++ {
-		if d.draining && d.in == nil && len(d.table) == 0 && d.actors == 0 {
+		if d.draining && d.in == nil && d.table.len() == 0 && d.actors == 0 {
 			return nil
 		}
 		// Under load there is nearly always an event or a frame waiting: take it with a
@@ -267,10 +267,10 @@ func (d *dispatcher) beginDrain() {
 
 // abandon cancels everything still in flight at the drain deadline.
 func (d *dispatcher) abandon() {
-	for _, e := range d.table {
+	d.table.each(func(e *entry) {
 		e.abandoned = true
 		e.endCtx(ctxAbandoned)
-	}
+	})
 }
 
 func (d *dispatcher) tooLarge(limit int) {
@@ -394,8 +394,8 @@ func (d *dispatcher) notification(m jsonrpc.Message, f []byte) {
 
 // cancel handles the peer's cancel of the request with the given id.
 func (d *dispatcher) cancel(id jsonrpc.ID) {
-	e, ok := d.table[string(id)]
-	if !ok || e.cancelled {
+	e := d.table.getID(id)
+	if e == nil || e.cancelled {
 		return // unknown or finished: ignored, as every profile allows
 	}
 	e.cancelled = true
@@ -444,7 +444,7 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, e))
 		return
 	}
-	if _, dup := d.table[string(m.ID)]; dup {
+	if d.table.getID(m.ID) != nil {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: this id is already in flight; use a new id for each request")))
 		return
@@ -467,14 +467,14 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		}
 		return
 	}
-	if len(d.table) >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes || size > math.MaxInt32 {
+	if d.table.len() >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes || size > math.MaxInt32 {
 		d.peerLog().Warn("refused a request: the connection's budget for requests in flight is spent", nil,
-			zap.Int("inFlight", len(d.table)), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
+			zap.Int("inFlight", d.table.len()), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	} else {
 		key := string(m.ID)
 		e.keyPtr, e.keyLen, e.size, e.req.e = unsafe.StringData(key), int32(len(key)), int32(size), e
-		d.table[key] = e
+		d.table.put(e)
 		d.bytes += size
 		if b != nil {
 			b.pending++
@@ -754,12 +754,12 @@ func (d *dispatcher) event(ev event) {
 			d.log.Error("a session's work run on the dispatcher (Peer.Run) panicked; the connection goes on", zap.Error(err))
 		}
 	case evNotify:
-		if d.table[e.key()] != e || (e.cancelled && d.p.Cancelled == nil) {
+		if d.table.get(e.key()) != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more
 		}
 		d.emit(Outbound{Frame: ev.frame, Request: e.req.ID})
 	case evCall:
-		if d.table[e.key()] != e {
+		if d.table.get(e.key()) != e {
 			ev.call.reply <- callReply{err: ErrConnectionClosed}
 			return
 		}
@@ -797,8 +797,7 @@ func (d *dispatcher) event(ev event) {
 // forget removes an entry from the table, gives back what it held of the budget, and drops
 // its calls to the peer.
 func (d *dispatcher) forget(e *entry) {
-	if key := e.key(); d.table[key] == e {
-		delete(d.table, key)
+	if d.table.remove(e) {
 		d.bytes -= int(e.size)
 	}
 	if m := e.more.Load(); m != nil {

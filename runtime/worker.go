@@ -92,11 +92,11 @@ func (d *dispatcher) stopWorkers() {
 		close(w.jobs)
 	}
 	d.idle = nil
-	for _, e := range d.table {
+	d.table.each(func(e *entry) {
 		if e.w != nil {
 			close(e.w.jobs)
 		}
-	}
+	})
 	if d.reap != nil {
 		d.reap.Stop()
 	}
