@@ -47,15 +47,17 @@ var levels = [...]LoggingLevel{LevelDebug, LevelInfo, LevelNotice, LevelWarning,
 // requestMeta is what the server knows of a request beyond its params: its era, the version
 // and capabilities it runs under, and what it opted into.
 type requestMeta struct {
-	clientCaps    json.RawMessage
-	progressToken json.RawMessage // raw string or integer; nil when absent
-	peer          *runtime.Peer   // the legacy session's client, told later of completed URL elicitations
-	logLevel      int8            // index into levelRank; -1 sends no log messages
-	modern        bool
-	retrying      bool            // the request carried inputResponses or requestState
-	sentProgress  bool            // in the padding after the others: a Request stays in 160 bytes
-	taskSupport   TaskSupport     // the tool's, for StartTask; in the padding too
-	version       protocolVersion // in the padding too, where a string took 16 bytes of its own
+	clientCaps   json.RawMessage
+	peer         *runtime.Peer // the legacy session's client, told later of completed URL elicitations
+	logLevel     int8          // index into levelRank; -1 sends no log messages
+	modern       bool
+	retrying     bool // the request carried inputResponses or requestState
+	sentProgress bool // in the padding after the others: a Request stays in 144 bytes
+	// progress: _meta has a progressToken (a string or an integer), which ProgressToken reads
+	// again from the params: a request that waits keeps a bool instead of a slice's 24 bytes.
+	progress    bool
+	taskSupport TaskSupport     // the tool's, for StartTask; in the padding too
+	version     protocolVersion // in the padding too, where a string took 16 bytes of its own
 }
 
 // protocolVersion is the revision a request runs under, as its Request keeps it: an index
@@ -109,7 +111,7 @@ func (v protocolVersion) String() string { return (*versionNames.Load())[v] }
 // Request belongs to one handler invocation and is not safe for concurrent use.
 //
 // A tool call that waits keeps its Request for as long as it waits, so it holds only what the
-// handler may still need (160 bytes); what only routing and argument decoding need is in the
+// handler may still need (144 bytes); what only routing and argument decoding need is in the
 // handler's routing, given back before the tool is called (see routing.run).
 type Request struct {
 	rt     *runtime.Request
@@ -165,18 +167,23 @@ func (r *Request) ClientCapabilities() json.RawMessage { return r.meta.clientCap
 // ProgressToken returns the progressToken the client sent in _meta (a JSON string or
 // integer), or nil when it asked for no progress: a handler that reports progress on a timer
 // need not make the timer for a request that returns nil.
-func (r *Request) ProgressToken() json.RawMessage { return r.meta.progressToken }
+func (r *Request) ProgressToken() json.RawMessage {
+	if !r.meta.progress {
+		return nil
+	}
+	return progressToken(readParams(r.rt.Params)[pMeta])
+}
 
 // Progress reports progress if the request asked for it with a progressToken; otherwise it
 // does nothing. progress must increase from call to call (calls that do not are dropped, as
 // the protocol requires); total and message may be zero.
 func (r *Request) Progress(progress, total float64, message string) error {
-	if r.meta.progressToken == nil || (r.meta.sentProgress && progress <= r.lastProgress) {
+	if !r.meta.progress || (r.meta.sentProgress && progress <= r.lastProgress) {
 		return nil
 	}
 	r.meta.sentProgress, r.lastProgress = true, progress
 	return r.rt.Notify("notifications/progress", progressParams{
-		Token: r.meta.progressToken, Progress: progress, Total: total, Message: message,
+		Token: r.ProgressToken(), Progress: progress, Total: total, Message: message,
 	})
 }
 

@@ -189,9 +189,7 @@ func readMeta(meta json.RawMessage, legacy *legacySession) (rm requestMeta, trac
 	default:
 		return rm, trace, errNoVersion
 	}
-	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
-		rm.progressToken = tok
-	}
+	rm.progress = jsonrpc.IsRequestID(m[mProgressToken])
 	// W3C trace context (DIGEST A2: traceparent, tracestate); a malformed one is ignored.
 	if raw := m[mTraceParent]; raw != nil {
 		trace.Parent, _ = unquote(raw)
@@ -341,4 +339,17 @@ func (s *Server) discoverResult() json.RawMessage {
 	}{ModernVersions, s.reg.Load().modernCaps, s.opts.Instructions})
 	ttl, private := s.cachePolicy("server/discover")
 	return s.cacheable(s.modernResult(body), ttl, private)
+}
+
+// progressToken returns the progressToken of a request's _meta (as readMeta reads it), or nil
+// if it has none that is a string or an integer.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	var m [len(metaKeys)]json.RawMessage
+	if meta != nil {
+		jsonrpc.Fields(meta, metaKeys[:], m[:])
+	}
+	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
+		return tok
+	}
+	return nil
 }
