@@ -95,8 +95,8 @@ func (r *Request) checkElicit(p *ElicitParams) (*ElicitParams, error) {
 	if u, err := url.Parse(p.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("mcp: a URL-mode elicitation needs an absolute http or https URL, not %q", p.URL)
 	}
-	if !r.meta.modern && r.meta.version < Version20251125 {
-		return nil, fmt.Errorf("mcp: URL-mode elicitation needs protocol 2025-11-25 or later; this client speaks %s", r.meta.version)
+	if !r.meta.modern && r.meta.version.String() < Version20251125 {
+		return nil, fmt.Errorf("mcp: URL-mode elicitation needs protocol 2025-11-25 or later; this client speaks %s", r.meta.version.String())
 	}
 	if !hasSubCapability(caps, "elicitation", "url") {
 		return nil, r.missingCapability("elicitation", "url")
@@ -146,7 +146,7 @@ func (s *Server) urlRequired(req *Request, err error) error {
 		}
 		return ErrInputRequired
 	}
-	if req.meta.version < Version20251125 || !hasSubCapability(caps, "elicitation", "url") {
+	if req.meta.version.String() < Version20251125 || !hasSubCapability(caps, "elicitation", "url") {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "Internal error: this request needs the user to visit a URL first (URL-mode elicitation), and the client did not declare capabilities.elicitation.url in initialize; use a client of 2025-11-25 that supports it"}
 	}

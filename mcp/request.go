@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -47,23 +48,71 @@ var levels = [...]LoggingLevel{LevelDebug, LevelInfo, LevelNotice, LevelWarning,
 // requestMeta is what the server knows of a request beyond its params: its era, the version
 // and capabilities it runs under, and what it opted into.
 type requestMeta struct {
-	version       string
-	clientCaps    json.RawMessage
-	progressToken json.RawMessage // raw string or integer; nil when absent
-	peer          *runtime.Peer   // the legacy session's client, told later of completed URL elicitations
-	logLevel      int8            // index into levelRank; -1 sends no log messages
-	modern        bool
-	retrying      bool        // the request carried inputResponses or requestState
-	sentProgress  bool        // in the padding after the others: a Request stays in 176 bytes
-	taskSupport   TaskSupport // the tool's, for StartTask; in the padding too
+	clientCaps   json.RawMessage
+	peer         *runtime.Peer // the legacy session's client, told later of completed URL elicitations
+	logLevel     int8          // index into levelRank; -1 sends no log messages
+	modern       bool
+	retrying     bool // the request carried inputResponses or requestState
+	sentProgress bool // in the padding after the others: a Request stays in 144 bytes
+	// progress: _meta has a progressToken (a string or an integer), which ProgressToken reads
+	// again from the params: a request that waits keeps a bool instead of a slice's 24 bytes.
+	progress    bool
+	taskSupport TaskSupport     // the tool's, for StartTask; in the padding too
+	version     protocolVersion // in the padding too, where a string took 16 bytes of its own
 }
+
+// protocolVersion is the revision a request runs under, as its Request keeps it: an index
+// into versionNames. The revisions come from ModernVersions and LegacyVersions, so that the
+// table holds a handful; those the package names are in it from the start.
+type protocolVersion uint8
+
+var (
+	versionNames atomic.Pointer[[]string] // grown by copying, under versionsMu
+	versionsMu   sync.Mutex
+)
+
+func init() {
+	names := []string{"", Version20260728, Version20251125, Version20250618, Version20250326}
+	versionNames.Store(&names)
+}
+
+// internVersion returns v's protocolVersion, adding v to the table if it is not there.
+func internVersion(v string) protocolVersion {
+	if i, ok := findVersion(*versionNames.Load(), v); ok {
+		return i
+	}
+	versionsMu.Lock()
+	defer versionsMu.Unlock()
+	names := *versionNames.Load()
+	if i, ok := findVersion(names, v); ok {
+		return i
+	}
+	if len(names) > math.MaxUint8 {
+		panic("mcp: more than 255 protocol versions")
+	}
+	grown := append(names[:len(names):len(names)], v)
+	versionNames.Store(&grown)
+	return protocolVersion(len(grown) - 1)
+}
+
+func findVersion(names []string, v string) (protocolVersion, bool) {
+	for i, n := range names {
+		if n == v {
+			return protocolVersion(i), true
+		}
+	}
+	return 0, false
+}
+
+// String returns the revision's name.
+func (v protocolVersion) String() string { return (*versionNames.Load())[v] }
 
 // Request is what every handler gets besides its own arguments: the protocol version and
 // client capabilities it runs under, and the ways to talk to the client while it runs. A
 // Request belongs to one handler invocation and is not safe for concurrent use.
 //
 // A tool call that waits keeps its Request for as long as it waits, so it holds only what the
-// handler may still need (176 bytes); what only routing and argument decoding need is in the
+// handler may still need (144 bytes); what only routing and argument decoding need is in the
 // handler's routing, given back before the tool is called (see routing.run).
 type Request struct {
 	rt     *runtime.Request
@@ -119,7 +168,7 @@ func (r *Request) ID() jsonrpc.ID { return r.rt.ID }
 func (r *Request) Params() json.RawMessage { return r.rt.Params }
 
 // ProtocolVersion returns the revision the request runs under.
-func (r *Request) ProtocolVersion() string { return r.meta.version }
+func (r *Request) ProtocolVersion() string { return r.meta.version.String() }
 
 // Stateless reports whether the request is of the stateless 2026-07-28 revision.
 func (r *Request) Stateless() bool { return r.meta.modern }
@@ -131,18 +180,23 @@ func (r *Request) ClientCapabilities() json.RawMessage { return r.meta.clientCap
 // ProgressToken returns the progressToken the client sent in _meta (a JSON string or
 // integer), or nil when it asked for no progress: a handler that reports progress on a timer
 // need not make the timer for a request that returns nil.
-func (r *Request) ProgressToken() json.RawMessage { return r.meta.progressToken }
+func (r *Request) ProgressToken() json.RawMessage {
+	if !r.meta.progress {
+		return nil
+	}
+	return progressToken(readParams(r.rt.Params)[pMeta])
+}
 
 // Progress reports progress if the request asked for it with a progressToken; otherwise it
 // does nothing. progress must increase from call to call (calls that do not are dropped, as
 // the protocol requires); total and message may be zero.
 func (r *Request) Progress(progress, total float64, message string) error {
-	if r.meta.progressToken == nil || (r.meta.sentProgress && progress <= r.lastProgress) {
+	if !r.meta.progress || (r.meta.sentProgress && progress <= r.lastProgress) {
 		return nil
 	}
 	r.meta.sentProgress, r.lastProgress = true, progress
 	return r.rt.Notify("notifications/progress", progressParams{
-		Token: r.meta.progressToken, Progress: progress, Total: total, Message: message,
+		Token: r.ProgressToken(), Progress: progress, Total: total, Message: message,
 	})
 }
 

@@ -21,6 +21,7 @@ type session struct {
 // legacySession is what an initialize handshake established, for the life of the connection.
 type legacySession struct {
 	version     string
+	pv          protocolVersion // version, as a Request keeps it
 	caps        json.RawMessage
 	logLevel    int  // -1 until logging/setLevel
 	initialized bool // notifications/initialized has arrived
@@ -175,7 +176,7 @@ func readMeta(meta json.RawMessage, legacy *legacySession) (rm requestMeta, trac
 		if !slices.Contains(ModernVersions, version) {
 			return rm, trace, errUnsupportedVersion(version)
 		}
-		rm.modern, rm.version, rm.clientCaps = true, version, m[mCaps]
+		rm.modern, rm.version, rm.clientCaps = true, internVersion(version), m[mCaps]
 		if raw := m[mLogLevel]; raw != nil {
 			level, ok := parseLevel(raw)
 			if !ok {
@@ -184,13 +185,11 @@ func readMeta(meta json.RawMessage, legacy *legacySession) (rm requestMeta, trac
 			rm.logLevel = int8(level)
 		}
 	case legacy != nil:
-		rm.version, rm.clientCaps, rm.logLevel, rm.peer = legacy.version, legacy.caps, int8(legacy.logLevel), legacy.peer
+		rm.version, rm.clientCaps, rm.logLevel, rm.peer = legacy.pv, legacy.caps, int8(legacy.logLevel), legacy.peer
 	default:
 		return rm, trace, errNoVersion
 	}
-	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
-		rm.progressToken = tok
-	}
+	rm.progress = jsonrpc.IsRequestID(m[mProgressToken])
 	// W3C trace context (DIGEST A2: traceparent, tracestate); a malformed one is ignored.
 	if raw := m[mTraceParent]; raw != nil {
 		trace.Parent, _ = unquote(raw)
@@ -257,7 +256,7 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 		p.Capabilities = json.RawMessage("{}")
 	}
 	l := &legacySession{
-		version: version, caps: p.Capabilities, logLevel: -1, peer: ss.peer,
+		version: version, pv: internVersion(version), caps: p.Capabilities, logLevel: -1, peer: ss.peer,
 		changes: ss.s.hub.subscribe(),
 		stop:    make(chan struct{}), done: make(chan struct{}),
 		subs: map[string]bool{},
@@ -340,4 +339,17 @@ func (s *Server) discoverResult() json.RawMessage {
 	}{ModernVersions, s.reg.Load().modernCaps, s.opts.Instructions})
 	ttl, private := s.cachePolicy("server/discover")
 	return s.cacheable(s.modernResult(body), ttl, private)
+}
+
+// progressToken returns the progressToken of a request's _meta (as readMeta reads it), or nil
+// if it has none that is a string or an integer.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	var m [len(metaKeys)]json.RawMessage
+	if meta != nil {
+		jsonrpc.Fields(meta, metaKeys[:], m[:])
+	}
+	if tok := m[mProgressToken]; jsonrpc.IsRequestID(tok) {
+		return tok
+	}
+	return nil
 }

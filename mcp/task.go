@@ -271,7 +271,7 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 func (s *Server) taskRequest(req *Request, rec *TaskRecord) *Request {
 	rt := &runtime.Request{ID: bytes.Clone(req.rt.ID), Method: req.rt.Method, Params: bytes.Clone(req.rt.Params)}
 	treq := &Request{rt: rt, s: s, meta: req.meta}
-	treq.meta.progressToken, treq.meta.logLevel = nil, -1
+	treq.meta.progress, treq.meta.logLevel = false, -1
 	treq.input.Store(&inputRounds{task: &taskState{id: rec.ID, principal: rec.Principal}})
 	treq.toolCall = CallToolRequest{Request: treq, Name: req.toolCall.Name, Arguments: bytes.Clone(req.toolCall.Arguments)}
 	return treq

@@ -28,9 +28,8 @@ const (
 // requestCtx is the part of an entry that makes it a context.Context (with the dispatcher's
 // base context, which the entry's request knows).
 type requestCtx struct {
-	mu     sync.Mutex    // guards done and afters
-	done   chan struct{} // made by the first Done, or closedChan if it ended first
-	afters *[]*afterFunc // what the context package asked to run at its end (AfterFunc)
+	mu   sync.Mutex    // guards done, and the afters in the entry's more
+	done chan struct{} // made by the first Done, or closedChan if it ended first
 }
 
 // afterFunc is one function registered by AfterFunc, compared by its address.
@@ -109,20 +108,15 @@ func (e *entry) AfterFunc(f func()) (stop func() bool) {
 		return func() bool { return false }
 	}
 	a := &afterFunc{f}
-	if e.afters == nil {
-		e.afters = new([]*afterFunc)
-	}
-	*e.afters = append(*e.afters, a)
+	m := e.moreOf()
+	m.afters = append(m.afters, a)
 	e.mu.Unlock()
 	return func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if e.afters == nil {
-			return false
-		}
-		for i, x := range *e.afters {
+		for i, x := range m.afters {
 			if x == a {
-				*e.afters = append((*e.afters)[:i], (*e.afters)[i+1:]...)
+				m.afters = append(m.afters[:i], m.afters[i+1:]...)
 				return true
 			}
 		}
@@ -143,13 +137,13 @@ func (e *entry) endCtx(reason uint32) {
 	} else {
 		close(e.done)
 	}
-	afters := e.afters
-	e.afters = nil
+	var afters []*afterFunc
+	if m := e.more.Load(); m != nil {
+		afters, m.afters = m.afters, nil
+	}
 	e.mu.Unlock()
-	if afters != nil {
-		for _, a := range *afters {
-			a.f()
-		}
+	for _, a := range afters {
+		a.f()
 	}
 }
 

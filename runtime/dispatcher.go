@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -46,37 +47,57 @@ type event struct {
 // entry is the dispatcher's record of one request in flight, the request's context (see
 // context.go), and, once its handler has returned a Continuation, the record of the goroutine
 // that runs it. A request parked in its handler keeps it, so it fits the allocator's
-// 160-byte size class: size is an int32, and what few requests need is in more.
+// 144-byte size class: the key is a pointer and a length, size is an int32, and what few
+// requests need is in more.
 type entry struct {
-	req       Request       // one allocation for both
-	key       string        // the id, copied: nothing a handler does to req.ID can lose the entry
+	req       Request // one allocation for both
+	keyPtr    *byte   // the id, copied (key): nothing a handler does to req.ID can lose the entry
+	keyLen    int32
 	size      int32         // bytes of the frame it holds, counted against the budget
 	state     atomic.Uint32 // of the context: ctxRunning, or why it ended
 	cancelled bool          // by the peer
 	abandoned bool          // at the drain deadline
 	requestCtx
-	more *entryMore
-	w    *worker      // the worker running it; nil once it is detached
-	next Continuation // detached: the rest of the handler, until it returns
+	more atomic.Pointer[entryMore] // made by whichever goroutine needs it first (moreOf)
+	w    *worker                   // the worker running it; nil once it is detached
+	next Continuation              // detached: the rest of the handler, until it returns
 }
 
+// key returns the entry's key in the table: the request's id, as it came.
+func (e *entry) key() string { return unsafe.String(e.keyPtr, e.keyLen) }
+
 // entryMore is what only some requests need: members of a batch, requests that call the
-// peer, and requests run under an Observer. The dispatcher makes it with the entry if the
-// request is in a batch or observed (so that the request's actor never races it to make it),
-// or else at the first call to the peer.
+// peer, requests run under an Observer, and contexts that others are derived from. The
+// dispatcher makes it with the entry if the request is in a batch or observed; otherwise it is
+// made at the first call to the peer (on the dispatcher's goroutine) or the first AfterFunc
+// (on any), by moreOf.
 type entryMore struct {
-	batch *batch
-	calls []string        // our requests to the peer on its behalf
-	end   func(error)     // observed and detached: the Observer's end
-	ctx   context.Context // observed and detached: the context the Observer gave the handler
+	batch  *batch
+	calls  []string        // our requests to the peer on its behalf; the dispatcher's
+	end    func(error)     // observed and detached: the Observer's end
+	ctx    context.Context // observed and detached: the context the Observer gave the handler
+	afters []*afterFunc    // under the entry's mu: what the context package asked to run at its end
+}
+
+// moreOf returns e's entryMore, made if need be.
+func (e *entry) moreOf() *entryMore {
+	if m := e.more.Load(); m != nil {
+		return m
+	}
+	m := new(entryMore)
+	if e.more.CompareAndSwap(nil, m) {
+		return m
+	}
+	return e.more.Load()
 }
 
 // batch returns the request's batch, or nil.
 func (e *entry) batch() *batch {
-	if e.more == nil {
+	m := e.more.Load()
+	if m == nil {
 		return nil
 	}
-	return e.more.batch
+	return m.batch
 }
 
 // batch collects the answers to the members of one JSON-RPC batch.
@@ -100,9 +121,9 @@ type dispatcher struct {
 	stopped chan struct{}
 	drainCh chan struct{}
 
-	table    map[string]*entry
-	bytes    int // frame bytes held by the requests in the table
-	actors   int // request actors alive (some may have left the table at the drain deadline)
+	table    table // the requests in flight
+	bytes    int   // frame bytes held by the requests in the table
+	actors   int   // request actors alive (some may have left the table at the drain deadline)
 	pending  map[string]*call
 	nextCall int64
 
@@ -135,7 +156,7 @@ func newDispatcher(ctx context.Context, s *Server, in <-chan Inbound, emit func(
 		events:  make(chan event, events),
 		stopped: make(chan struct{}),
 		drainCh: make(chan struct{}),
-		table:   make(map[string]*entry),
+		table:   newTable(),
 		pending: make(map[string]*call),
 	}
 	d.session = s.profile.NewSession(&Peer{d: d})
@@ -166,7 +187,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	done := ctx.Done()
 	var grace <-chan time.Time
 	for fast := 0; ; fast++ {
-		if d.draining && d.in == nil && len(d.table) == 0 && d.actors == 0 {
+		if d.draining && d.in == nil && d.table.len() == 0 && d.actors == 0 {
 			return nil
 		}
 		// Under load there is nearly always an event or a frame waiting: take it with a
@@ -254,10 +275,10 @@ func (d *dispatcher) beginDrain() {
 
 // abandon cancels everything still in flight at the drain deadline.
 func (d *dispatcher) abandon() {
-	for _, e := range d.table {
+	d.table.each(func(e *entry) {
 		e.abandoned = true
 		e.endCtx(ctxAbandoned)
-	}
+	})
 }
 
 func (d *dispatcher) tooLarge(limit int) {
@@ -381,8 +402,8 @@ func (d *dispatcher) notification(m jsonrpc.Message, f []byte) {
 
 // cancel handles the peer's cancel of the request with the given id.
 func (d *dispatcher) cancel(id jsonrpc.ID) {
-	e, ok := d.table[string(id)]
-	if !ok || e.cancelled {
+	e := d.table.getID(id)
+	if e == nil || e.cancelled {
 		return // unknown or finished: ignored, as every profile allows
 	}
 	e.cancelled = true
@@ -431,14 +452,14 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, e))
 		return
 	}
-	if _, dup := d.table[string(m.ID)]; dup {
+	if d.table.getID(m.ID) != nil {
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: this id is already in flight; use a new id for each request")))
 		return
 	}
 	e := &entry{req: Request{ID: m.ID, Method: m.Method, Params: m.Params, d: d}}
 	if b != nil || d.s.opts.observer != nil {
-		e.more = &entryMore{batch: b}
+		e.more.Store(&entryMore{batch: b})
 	}
 	r := d.session.Route(&e.req)
 	if r.Handler == nil {
@@ -454,14 +475,14 @@ func (d *dispatcher) request(m jsonrpc.Message, b *batch, size int) {
 		}
 		return
 	}
-	if len(d.table) >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes || size > math.MaxInt32 {
+	if d.table.len() >= d.s.opts.maxRequests || d.bytes+size > d.s.opts.maxBytes || size > math.MaxInt32 {
 		d.peerLog().Warn("refused a request: the connection's budget for requests in flight is spent", nil,
-			zap.Int("inFlight", len(d.table)), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
+			zap.Int("inFlight", d.table.len()), zap.Int("inFlightBytes", d.bytes), zap.Int("frameBytes", size))
 		d.answer(b, m.ID, jsonrpc.AppendError(nil, m.ID, d.p.Overloaded(d.s.opts.retryAfter)))
 	} else {
 		key := string(m.ID)
-		e.key, e.size, e.req.e = key, int32(size), e
-		d.table[key] = e
+		e.keyPtr, e.keyLen, e.size, e.req.e = unsafe.StringData(key), int32(len(key)), int32(size), e
+		d.table.put(e)
 		d.bytes += size
 		if b != nil {
 			b.pending++
@@ -601,8 +622,8 @@ func (e *entry) detachedPanic() {
 func (d *dispatcher) continued(e *entry, result any, err error) {
 	var ctx context.Context = e
 	var end func(error)
-	if e.more != nil && e.more.ctx != nil {
-		ctx, end = e.more.ctx, e.more.end
+	if m := e.more.Load(); m != nil && m.ctx != nil {
+		ctx, end = m.ctx, m.end
 	}
 	if next, ok := result.(Continuation); ok && err == nil {
 		e.next = next
@@ -643,7 +664,8 @@ func (d *dispatcher) runObserved(ctx context.Context, e *entry, h Handler) {
 		return err
 	})
 	if next != nil {
-		e.more.ctx, e.more.end = ctx, end // for the continuation's goroutine, which starts after this
+		m := e.more.Load()
+		m.ctx, m.end = ctx, end // for the continuation's goroutine, which starts after this
 		d.detach(e, next)
 		return
 	}
@@ -740,22 +762,20 @@ func (d *dispatcher) event(ev event) {
 			d.log.Error("a session's work run on the dispatcher (Peer.Run) panicked; the connection goes on", zap.Error(err))
 		}
 	case evNotify:
-		if d.table[e.key] != e || (e.cancelled && d.p.Cancelled == nil) {
+		if d.table.get(e.key()) != e || (e.cancelled && d.p.Cancelled == nil) {
 			return // answered already, or cancelled and owed nothing more
 		}
 		d.emit(Outbound{Frame: ev.frame, Request: e.req.ID})
 	case evCall:
-		if d.table[e.key] != e {
+		if d.table.get(e.key()) != e {
 			ev.call.reply <- callReply{err: ErrConnectionClosed}
 			return
 		}
 		d.nextCall++
 		id := jsonrpc.ID(strconv.AppendInt(nil, d.nextCall, 10))
 		d.pending[string(id)] = ev.call
-		if e.more == nil {
-			e.more = &entryMore{}
-		}
-		e.more.calls = append(e.more.calls, string(id))
+		m := e.moreOf()
+		m.calls = append(m.calls, string(id))
 		d.emit(Outbound{Frame: jsonrpc.AppendRequest(nil, id, ev.call.method, ev.call.params), Request: e.req.ID})
 	case evDetached:
 		d.becameIdle(e.w)
@@ -785,12 +805,11 @@ func (d *dispatcher) event(ev event) {
 // forget removes an entry from the table, gives back what it held of the budget, and drops
 // its calls to the peer.
 func (d *dispatcher) forget(e *entry) {
-	if d.table[e.key] == e {
-		delete(d.table, e.key)
+	if d.table.remove(e) {
 		d.bytes -= int(e.size)
 	}
-	if e.more != nil {
-		for _, id := range e.more.calls {
+	if m := e.more.Load(); m != nil {
+		for _, id := range m.calls {
 			delete(d.pending, id)
 		}
 	}

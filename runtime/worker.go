@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	goruntime "runtime"
 	"slices"
 	"time"
 )
@@ -45,6 +46,13 @@ func (d *dispatcher) runWorker(j job) {
 	j.e.w = w
 	w.jobs <- j // its first, in its mailbox: the goroutine starts with the fewest words
 	go d.work(w)
+	// The new worker waits in this goroutine's run queue until the dispatcher blocks or
+	// yields; under a burst it would not block for many requests, each of which found no
+	// worker idle yet and started another (about 160 of them, 4 KiB of stack each, for a
+	// burst of parked tool calls). Yielding here lets the workers already started run and
+	// report, so that the next requests find them idle. A worker is started only when none is
+	// idle, so a steady load seldom gets here.
+	goruntime.Gosched()
 }
 
 // work is the worker's goroutine. The completion that runActor sends tells the dispatcher
@@ -92,11 +100,11 @@ func (d *dispatcher) stopWorkers() {
 		close(w.jobs)
 	}
 	d.idle = nil
-	for _, e := range d.table {
+	d.table.each(func(e *entry) {
 		if e.w != nil {
 			close(e.w.jobs)
 		}
-	}
+	})
 	if d.reap != nil {
 		d.reap.Stop()
 	}
