@@ -627,9 +627,9 @@ func withHost(ctx context.Context, req *mcp.Request) context.Context {
 	return context.WithValue(ctx, hostKey{}, &host{req: req})
 }
 
-// ask asks the host for input on behalf of a call to an upstream (elicitation, sampling,
-// roots): question, params, with question, a call of the host's request; an input_required
-// for the host gives up the upstream's call.
+// ask asks the host for input on behalf of a call to an upstream: the upstream's method
+// (elicitation, sampling, roots) with params, through question, a call of the host's
+// request; an input_required for the host gives up the upstream's call.
 //
 // Asked by retry, each question is named (mcp.InputKey) by what it asks: an upstream that
 // asks several at once asks them in any order, run after run, and a name by order would
@@ -638,7 +638,7 @@ func withHost(ctx context.Context, req *mcp.Request) context.Context {
 // questions that ask the same thing are told apart by their count. A question whose text
 // changes from run to run cannot be answered this way: the host is asked again, until its
 // client gives up.
-func ask[T any](ctx context.Context, method string, params any, question func(req *mcp.Request, key mcp.AskOption) (T, error)) (T, error) {
+func ask[T any](ctx context.Context, method string, params any, question func(req *mcp.Request, key ...mcp.AskOption) (T, error)) (T, error) {
 	h, ok := ctx.Value(hostKey{}).(*host)
 	if !ok {
 		var zero T
@@ -646,7 +646,7 @@ func ask[T any](ctx context.Context, method string, params any, question func(re
 			Message: "relay gateway can pass " + method + " on only to the host whose request the server is answering"}
 	}
 	if h.asked == nil { // asked as requests of the host's own: any number at once
-		return question(h.req, nil)
+		return question(h.req)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -681,21 +681,21 @@ func ask[T any](ctx context.Context, method string, params any, question func(re
 // 2026-07-28 host gets the upstream's input_required result as it is (see forward).
 func askHost() []client.Option {
 	elicit := func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-		return ask(ctx, "elicitation/create", p, func(req *mcp.Request, key mcp.AskOption) (*mcp.ElicitResult, error) {
-			return req.Elicit(ctx, p, opt(key)...)
+		return ask(ctx, "elicitation/create", p, func(req *mcp.Request, key ...mcp.AskOption) (*mcp.ElicitResult, error) {
+			return req.Elicit(ctx, p, key...)
 		})
 	}
 	return []client.Option{
 		client.WithElicitation(elicit),
 		client.WithURLElicitation(elicit),
 		client.WithSampling(func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-			return ask(ctx, "sampling/createMessage", p, func(req *mcp.Request, key mcp.AskOption) (*mcp.CreateMessageResult, error) {
-				return req.CreateMessage(ctx, p, opt(key)...)
+			return ask(ctx, "sampling/createMessage", p, func(req *mcp.Request, key ...mcp.AskOption) (*mcp.CreateMessageResult, error) {
+				return req.CreateMessage(ctx, p, key...)
 			})
 		}),
 		client.WithRoots(func(ctx context.Context) ([]mcp.Root, error) {
-			res, err := ask(ctx, "roots/list", nil, func(req *mcp.Request, key mcp.AskOption) (*mcp.ListRootsResult, error) {
-				return req.ListRoots(ctx, opt(key)...)
+			res, err := ask(ctx, "roots/list", nil, func(req *mcp.Request, key ...mcp.AskOption) (*mcp.ListRootsResult, error) {
+				return req.ListRoots(ctx, key...)
 			})
 			if err != nil {
 				return nil, err
@@ -703,14 +703,6 @@ func askHost() []client.Option {
 			return res.Roots, nil
 		}),
 	}
-}
-
-// opt is key as the options of a question: none when it is nil.
-func opt(key mcp.AskOption) []mcp.AskOption {
-	if key == nil {
-		return nil
-	}
-	return []mcp.AskOption{key}
 }
 
 // passOn makes an upstream's result the gateway's: the upstream's serverInfo is dropped
