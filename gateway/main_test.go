@@ -165,12 +165,18 @@ var doors = []door{
 
 // serveHTTP serves s over Streamable HTTP on 127.0.0.1 and returns its endpoint.
 func serveHTTP(t *testing.T, s *mcp.Server) string {
+	return serveHTTPWith(t, s, &httpx.MCPOptions{})
+}
+
+// serveHTTPWith is serveHTTP with the handler's options (their Logger is always none).
+func serveHTTPWith(t *testing.T, s *mcp.Server, opts *httpx.MCPOptions) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Logger: zap.NewNop()})
+	opts.Logger = zap.NewNop()
+	h := httpx.NewMCPHandler(s, opts)
 	srv := &http.Server{Handler: h}
 	served := make(chan struct{})
 	go func() { // ends with Shutdown, below

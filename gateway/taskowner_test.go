@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/jsonrpc"
@@ -58,12 +55,7 @@ func mustParams(v any) json.RawMessage {
 // serveAuthenticated serves the gateway over Streamable HTTP on 127.0.0.1, where a bearer
 // token is the principal's name.
 func serveAuthenticated(t *testing.T, f *fixture) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httpx.NewMCPHandler(f.g.Server(), &httpx.MCPOptions{Logger: zap.NewNop(),
+	return serveHTTPWith(t, f.g.Server(), &httpx.MCPOptions{
 		Authenticator: func(r *http.Request) (*runtime.Principal, error) {
 			who, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok {
@@ -71,19 +63,4 @@ func serveAuthenticated(t *testing.T, f *fixture) string {
 			}
 			return &runtime.Principal{ID: who}, nil
 		}})
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() { // ends with Shutdown, below
-		defer close(served)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		h.Close()
-		srv.Close()
-		<-served
-	})
-	return "http://" + ln.Addr().String() + "/mcp"
 }

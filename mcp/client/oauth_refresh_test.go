@@ -64,20 +64,8 @@ func (a *authServer) refreshRequests() []string {
 func TestOAuth_ConcurrentRequestsShareOneRefresh(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate = true, true })
-	store := &client.MemoryTokenStore{}
-	tr := a.transport(t)
-	tr.OAuth.Store = store
-	c, err := client.Connect(ctx, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, c, _ := expiredToken(ctx, t, 0)
 	defer c.Close()
-	// The token expires behind the client's back; its refresh token is good once.
-	a.mu.Lock()
-	a.refreshes["once"] = []string{"mcp:read"}
-	a.mu.Unlock()
-	store.SetToken(ctx, a.mcpURL, &oauth2.Token{AccessToken: "stale", RefreshToken: "once", Expiry: time.Now().Add(-time.Minute)})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -284,34 +272,15 @@ func checkAssertion(f map[string][]string, pub *ecdsa.PublicKey, clientID, issue
 func TestOAuth_ARefreshOutlivesTheRequestThatStartedIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate, a.slow = true, true, 500*time.Millisecond })
-	store := &client.MemoryTokenStore{}
-	tr := a.transport(t)
-	tr.OAuth.Store = store
-	c, err := client.Connect(ctx, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, c, _ := expiredToken(ctx, t, 500*time.Millisecond)
 	defer c.Close()
-	a.mu.Lock()
-	a.refreshes["once"] = []string{"mcp:read"}
-	a.mu.Unlock()
-	store.SetToken(ctx, a.mcpURL, &oauth2.Token{AccessToken: "stale", RefreshToken: "once", Expiry: time.Now().Add(-time.Minute)})
-	list := func(ctx context.Context) error {
-		for _, err := range c.ListTools(ctx) {
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	gone, giveUp := context.WithTimeout(ctx, 100*time.Millisecond)
-	err = list(gone) // gives up while the server is granting the refresh
+	err := listAll(gone, c) // gives up while the server is granting the refresh
 	giveUp()
 	if err == nil {
 		t.Fatal("the request that refreshed was answered before it was given up: the server was not slow enough")
 	}
-	if err := list(ctx); err != nil {
+	if err := listAll(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.refreshRequests(); len(got) != 1 {
@@ -329,7 +298,23 @@ func TestOAuth_ARefreshOutlivesTheRequestThatStartedIt(t *testing.T) {
 func TestOAuth_CloseWaitsForARefreshUnderWay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate, a.slow = true, true, 500*time.Millisecond })
+	a, c, store := expiredToken(ctx, t, 500*time.Millisecond)
+	gone, giveUp := context.WithTimeout(ctx, 100*time.Millisecond)
+	listAll(gone, c)
+	giveUp()
+	c.Close()
+	tok, err := store.Token(ctx, a.mcpURL)
+	if err != nil || tok == nil || tok.RefreshToken == "once" {
+		t.Fatalf("the store after Close: %+v %v, want the rotated tokens", tok, err)
+	}
+}
+
+// expiredToken connects a client through an authorization server that rotates refresh
+// tokens (and answers a granted refresh after slow), then expires its token behind its
+// back: the store holds a stale access token whose refresh token, "once", is good once.
+func expiredToken(ctx context.Context, t *testing.T, slow time.Duration) (*authServer, *client.Client, *client.MemoryTokenStore) {
+	t.Helper()
+	a := newAuthServer(t, func(a *authServer) { a.refresh, a.rotate, a.slow = true, true, slow })
 	store := &client.MemoryTokenStore{}
 	tr := a.transport(t)
 	tr.OAuth.Store = store
@@ -341,16 +326,15 @@ func TestOAuth_CloseWaitsForARefreshUnderWay(t *testing.T) {
 	a.refreshes["once"] = []string{"mcp:read"}
 	a.mu.Unlock()
 	store.SetToken(ctx, a.mcpURL, &oauth2.Token{AccessToken: "stale", RefreshToken: "once", Expiry: time.Now().Add(-time.Minute)})
-	gone, giveUp := context.WithTimeout(ctx, 100*time.Millisecond)
-	for _, err := range c.ListTools(gone) {
+	return a, c, store
+}
+
+// listAll lists c's tools to the end, and returns the first error.
+func listAll(ctx context.Context, c *client.Client) error {
+	for _, err := range c.ListTools(ctx) {
 		if err != nil {
-			break
+			return err
 		}
 	}
-	giveUp()
-	c.Close()
-	tok, err := store.Token(ctx, a.mcpURL)
-	if err != nil || tok == nil || tok.RefreshToken == "once" {
-		t.Fatalf("the store after Close: %+v %v, want the rotated tokens", tok, err)
-	}
+	return nil
 }
