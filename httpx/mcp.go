@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -101,6 +102,21 @@ type MCPOptions struct {
 	// requests to the instance that holds it, and every answer carries a Relay-Instance
 	// header. See examples/deploy.
 	Instance string
+	// SessionStore, when set, lets the instances of a fleet serve one another's
+	// initialize-generation sessions, with no affinity at the load balancer: the instance that
+	// opens a session keeps its record there (who owns it, what initialize negotiated, the log
+	// level and subscriptions the client set since), and one that gets a request of a session
+	// it does not hold takes the session up from its record. The record lives SessionIdle
+	// past its last use. See package fleet for one on Redis; NewMemorySessionStore shares
+	// sessions between handlers of one process.
+	SessionStore SessionStore
+	// Bus, with SessionStore, carries between instances what only one of them can act on:
+	// the client's answer to a request of the server's (sampling, elicitation, roots) to the
+	// instance that asked, a cancel to the instance running the request, a log level or
+	// subscription set through one instance to the others, and the end of a deleted session.
+	// Without it each instance acts only on what it gets. The same Bus as the mcp.Server's
+	// (mcp.ServerOptions.Bus) does: the topics differ.
+	Bus mcp.Bus
 }
 
 // ProtectedResourceMetadata is the OAuth 2.0 protected resource metadata of RFC 9728.
@@ -155,6 +171,13 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	h.sessions.store = o.EventStore
 	if h.sessions.store == nil {
 		h.sessions.store = NewMemoryEventStore(0, 0, 0)
+	}
+	if o.SessionStore != nil {
+		tag := o.Instance
+		if tag == "" {
+			tag = newFleetTag()
+		}
+		h.sessions.fleet = &fleet{store: o.SessionStore, bus: o.Bus, tag: tag, ttl: h.o.sessionIdle, host: &h.sessions, log: h.log}
 	}
 	return h
 }
@@ -243,15 +266,15 @@ func (h *MCPHandler) other(w http.ResponseWriter, r *http.Request) bool {
 		if r = h.authenticate(w, r); r == nil {
 			return true
 		}
-		var s *session
-		if h.sessions.lookup(r, sid) != nil { // only the session's own principal may end it
-			s = h.sessions.remove(sid)
-		}
-		if s == nil {
-			h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+		s, ok := h.session(w, r, sid) // only the session's own principal may end it
+		if !ok {
 			return true
 		}
+		h.sessions.removeIf(s)
 		s.close()
+		if s.fleet != nil {
+			s.fleet.deleted(r.Context(), sid)
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return true
 	}
@@ -286,7 +309,11 @@ func (h *MCPHandler) post(w http.ResponseWriter, r *http.Request, _ string, body
 		// MCP-Protocol-Version beside modern _meta is a mismatch the modern path reports.
 		h.modern(w, r, body, msg)
 	case sid != "":
-		s := h.sessions.lookup(r, sid)
+		s, err := h.sessions.find(r, sid, h.rt, h)
+		if err != nil {
+			h.unavailable(w, msg.ID, err)
+			return
+		}
 		if s == nil {
 			writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 				"Invalid request: the session has ended or never existed; initialize again without Mcp-Session-Id"))
@@ -540,9 +567,8 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 	if r = h.authenticate(w, r); r == nil {
 		return
 	}
-	s := h.sessions.lookup(r, sid)
-	if s == nil {
-		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+	s, ok := h.session(w, r, sid)
+	if !ok {
 		return
 	}
 	if !h.sse(r) {
@@ -552,7 +578,7 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 	var wt *waiter
 	var replay []runtime.Outbound
 	last := r.Header.Get("Last-Event-ID")
-	ok := true
+	ok = true
 	if last != "" { // a stream resumed (MCP 2025-11-25, Transports › Streamable HTTP › Resumability)
 		stream, seq, valid := parseEventID(last)
 		if !valid {
@@ -631,6 +657,28 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 	}
 }
 
+// session finds the session a GET or DELETE names, or refuses the request.
+func (h *MCPHandler) session(w http.ResponseWriter, r *http.Request, sid string) (*session, bool) {
+	s, err := h.sessions.find(r, sid, h.rt, h)
+	switch {
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, refusedBusy, "Service unavailable: "+err.Error()+"; retry")
+		return nil, false
+	case s == nil:
+		h.refuse(w, refusedSession, "Not found: no such session; initialize again")
+		return nil, false
+	}
+	return s, true
+}
+
+// unavailable answers a session's POST that the fleet could not serve: err says why.
+func (h *MCPHandler) unavailable(w http.ResponseWriter, id jsonrpc.ID, err error) {
+	w.Header().Set("Retry-After", "1")
+	writeJSONError(w, http.StatusServiceUnavailable, id, &jsonrpc.Error{Code: mcp.CodeServerBusy,
+		Message: "Service unavailable: " + err.Error() + "; retry", Data: map[string]any{"retryable": true}})
+}
+
 // initialize opens an initialize-generation session.
 func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []byte, msg jsonrpc.Message) {
 	if msg.Kind != jsonrpc.KindRequest {
@@ -655,24 +703,43 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, body []byte, msg jsonrpc.Message) bool {
 	defer s.touch()
 	s.touch()
-	var key, answers string
+	var key, answers, cancels string
 	switch msg.Kind {
 	case jsonrpc.KindRequest:
 		key = string(msg.ID)
 	case jsonrpc.KindResponse:
 		answers = string(msg.ID)
+	case jsonrpc.KindNotification:
+		if msg.Method == "notifications/cancelled" {
+			if target := jsonrpc.Field(msg.Params, "requestId"); jsonrpc.IsRequestID(target) {
+				cancels = string(target)
+			}
+		}
 	}
-	wt, ok := s.post(body, key, answers, h.sse(r))
-	if !ok {
+	wt, took := s.post(body, key, answers, cancels, h.sse(r))
+	switch took {
+	case postRefused:
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid request: the session has ended; initialize again"))
 		return false
+	case postElsewhere: // fleet: for the instance that asked, or that runs the request
+		kind, key := byte(busAnswer), answers
+		if cancels != "" {
+			kind, key = busCancel, cancels
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
+		defer cancel()
+		if err := s.fleet.publish(ctx, s.id, kind, key, body); err != nil {
+			h.log.Warn("a message for another instance of the session could not be passed on", zap.String("session", s.id), zap.Error(err))
+			w.Header().Set("Retry-After", "1")
+			writeJSONError(w, http.StatusServiceUnavailable, nil, jsonrpc.Errorf(mcp.CodeServerBusy,
+				"Service unavailable: the message could not reach the instance it is for; send it again"))
+			return false
+		}
 	}
 	if key == "" {
-		if msg.Method == "notifications/cancelled" { // its POST will get nothing more: end it
-			if target := jsonrpc.Field(msg.Params, "requestId"); jsonrpc.IsRequestID(target) {
-				s.drop(string(target))
-			}
+		if cancels != "" { // its POST will get nothing more: end it
+			s.drop(cancels)
 		}
 		w.WriteHeader(http.StatusAccepted) // a notification, or the client's answer to our request
 		return true

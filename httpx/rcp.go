@@ -323,8 +323,8 @@ func (h *RCPHandler) serveInSession(w http.ResponseWriter, r *http.Request, sess
 	case batchOwesAnswer(frame):
 		key = batchKey
 	}
-	wt, ok := sess.post(frame, key, "", false)
-	if !ok {
+	wt, took := sess.post(frame, key, "", "", false)
+	if took != postTaken {
 		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
 		return
 	}
@@ -335,7 +335,7 @@ func (h *RCPHandler) serveInSession(w http.ResponseWriter, r *http.Request, sess
 	gone := func() {
 		wt.leave() // first, so the session never waits on this stream again
 		if id != nil {
-			sess.post(h.cancel(id), "", "", false)
+			sess.post(h.cancel(id), "", "", "", false)
 		}
 	}
 	shape := compactAnswer(compact)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -31,9 +32,13 @@ type session struct {
 	quitOnce  sync.Once
 	evictC    chan struct{} // closed by evict: answer, cancel, drain
 	evictOnce sync.Once
-	done      chan struct{} // closed when the dispatcher and the actor have both stopped
+	done      chan struct{}          // closed when the dispatcher and the actor have both stopped
+	fleet     *fleet                 // the fleet the session is shared with; nil: this process only
+	state     atomic.Pointer[string] // fleet: the protocol state the dispatcher has, as last seen
 
 	lastUsed atomic.Int64 // unix nanoseconds
+	kept     int64        // fleet: lastUsed when the store's record was last kept alive (janitor's)
+	recorded atomic.Bool  // fleet: the store has the session's record
 	active   atomic.Int32 // POSTs in progress
 	// resumable counts the client's requests running whose event streams it may resume
 	// (Last-Event-ID): a client whose stream broke, or that PollAfter closed, is coming back
@@ -58,10 +63,20 @@ type postMsg struct {
 	frame   []byte
 	key     string
 	answers string
+	cancels string // the key of the request a cancel notification names
 	sse     bool
 	w       *waiter
-	ack     chan bool
+	ack     chan posted
 }
+
+// posted is the actor's answer to a postMsg.
+type posted uint8
+
+const (
+	postRefused   posted = iota // the session is ending
+	postTaken                   // the frame is the dispatcher's
+	postElsewhere               // fleet: an answer or a cancel for another instance's request; pass it on
+)
 
 // listenMsg makes w the session's GET stream, which carries the frames that belong to no
 // request (list changes, resource updates); it replaces an earlier one.
@@ -99,7 +114,14 @@ type startMsg struct {
 	ack chan string
 }
 
-func (postMsg) isSessionMsg()   {}
+func (postMsg) isSessionMsg()  {}
+func (busMsg) isSessionMsg()   {}
+func (stateMsg) isSessionMsg() {}
+
+// stateMsg hands the dispatcher the session's protocol state, which another instance of the
+// fleet saved, before the frames posted after it.
+type stateMsg struct{ state []byte }
+
 func (listenMsg) isSessionMsg() {}
 func (dropMsg) isSessionMsg()   {}
 func (resumeMsg) isSessionMsg() {}
@@ -138,34 +160,56 @@ func newSessionID(instance string) string {
 	return id
 }
 
+// sessionSpec is what a session starts with.
+type sessionSpec struct {
+	id                string
+	principal, client string
+	events            EventStore // keeps the events of its SSE streams; nil: none
+	fleet             *fleet     // the fleet it is shared with; nil: this process only
+	restore           []byte     // fleet: its protocol's state, when it began elsewhere
+}
+
 // startSession starts a session's dispatcher and actor under ctx. done is called when both
 // have stopped.
-func startSession(ctx context.Context, rt *runtime.Server, p protocol, instance string, store EventStore, done func()) *session {
+func startSession(ctx context.Context, rt *runtime.Server, p protocol, spec sessionSpec, done func()) *session {
 	stopped, stop := context.WithCancel(context.Background())
 	s := &session{
-		id:      newSessionID(instance),
-		store:   store,
-		p:       p,
-		mailbox: actors.NewMailbox[sessionMsg](16),
-		stopped: stopped,
-		quit:    make(chan struct{}),
-		evictC:  make(chan struct{}),
-		done:    make(chan struct{}),
+		id:        spec.id,
+		store:     spec.events,
+		principal: spec.principal,
+		client:    spec.client,
+		p:         p,
+		mailbox:   actors.NewMailbox[sessionMsg](16),
+		stopped:   stopped,
+		quit:      make(chan struct{}),
+		evictC:    make(chan struct{}),
+		done:      make(chan struct{}),
+		fleet:     spec.fleet,
 	}
 	s.touch()
+	ctx = runtime.WithSessionID(ctx, s.id)
+	if s.fleet != nil {
+		s.seen(spec.restore)
+		ctx = runtime.WithSessionState(ctx, &runtime.SessionState{
+			Restore: spec.restore,
+			Save:    func(state []byte) error { return s.fleet.save(s, state) },
+		})
+	}
 	in := make(chan runtime.Inbound, 16)
 	out := make(chan runtime.Outbound, 64)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		rt.ServeOutbound(runtime.WithSessionID(ctx, s.id), in, out)
+		rt.ServeOutbound(ctx, in, out)
 	}()
 	go func() {
 		defer done()
 		defer close(s.done)
+		followed := s.fleet.follow(s) // before the actor runs: no answer for it is missed
 		s.run(in, out)
 		stop()
 		<-served
+		<-followed
 	}()
 	return s
 }
@@ -174,8 +218,9 @@ func (s *session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 
 // call is a request of the server's to the client, as the actor tracks it.
 type call struct {
-	request string // the key of the client's request it was sent for
-	since   int64  // unix nanoseconds
+	request string     // the key of the client's request it was sent for
+	since   int64      // unix nanoseconds
+	orig    jsonrpc.ID // fleet: the dispatcher's id, which the client's answer gets back
 }
 
 // run is the session actor.
@@ -184,7 +229,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	running := map[string]bool{} // the client's requests in flight, by key
 	calls := map[string]call{}   // the server's requests to the client not yet answered, by id
 	var stream *waiter           // the GET stream
-	var queue [][]byte
+	var queue []runtime.Inbound
 	quit, evictC := s.quit, s.evictC
 	closing := false // input ends once queue is empty
 	kept := newKeptStreams(s)
@@ -213,7 +258,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 		var send chan<- runtime.Inbound
 		var next runtime.Inbound
 		if len(queue) > 0 && in != nil {
-			send, next = in, runtime.Inbound{Frame: queue[0]}
+			send, next = in, queue[0]
 		}
 		select {
 		case send <- next:
@@ -222,12 +267,16 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 			switch m := m.(type) {
 			case postMsg:
 				if in == nil || closing {
-					m.ack <- false
+					m.ack <- postRefused
+					continue
+				}
+				if s.fleet != nil && (m.answers != "" && calls[m.answers].since == 0 || m.cancels != "" && !running[m.cancels]) {
+					m.ack <- postElsewhere // the request is another instance's, or no one's
 					continue
 				}
 				if m.key != "" && (running[m.key] || waiters[m.key] != nil) {
 					refuseReuse(m.key, m.w) // the dispatcher would too, but the first POST would lose its answer
-					m.ack <- true
+					m.ack <- postTaken
 					continue
 				}
 				if m.key != "" {
@@ -238,11 +287,41 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					}
 				}
 				if m.answers != "" {
+					if orig := calls[m.answers].orig; orig != nil {
+						m.frame = jsonrpc.SetMember(m.frame, "id", orig)
+					}
 					delete(calls, m.answers)
 					s.noteWaiting(calls)
 				}
-				queue = append(queue, m.frame)
-				m.ack <- true
+				queue = append(queue, runtime.Inbound{Frame: m.frame})
+				m.ack <- postTaken
+			case stateMsg:
+				if in != nil && !closing {
+					queue = append(queue, runtime.Inbound{Frame: m.state, State: true})
+				}
+			case busMsg:
+				switch m.kind {
+				case busAnswer:
+					if c, ok := calls[m.key]; ok {
+						delete(calls, m.key)
+						s.noteWaiting(calls)
+						queue = append(queue, runtime.Inbound{Frame: jsonrpc.SetMember(m.frame, "id", c.orig)})
+					}
+				case busCancel:
+					if !running[m.key] {
+						continue
+					}
+					queue = append(queue, runtime.Inbound{Frame: m.frame})
+					if w := waiters[m.key]; w != nil { // as dropMsg: its POST gets nothing more
+						delete(waiters, m.key)
+						close(w.out)
+					}
+					delete(running, m.key)
+					forgetCalls(m.key)
+					kept.end(m.key, true)
+				case busEnded:
+					s.fleet.ended(s)
+				}
 			case listenMsg:
 				if in == nil || closing {
 					m.ack <- false
@@ -314,7 +393,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 			}
 			queue = queue[:0]
 			for key := range running { // the handlers stop, whatever they wait for
-				queue = append(queue, s.p.cancel(jsonrpc.ID(key)))
+				queue = append(queue, runtime.Inbound{Frame: s.p.cancel(jsonrpc.ID(key))})
 			}
 			closing = true
 		case o, ok := <-out:
@@ -342,13 +421,21 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				continue
 			}
 			key := string(o.Request)
+			if !o.Final && isCall(o.Frame) {
+				c := call{request: key, since: time.Now().UnixNano()}
+				id := jsonrpc.Field(o.Frame, "id")
+				if s.fleet != nil { // named so that the instance that gets the answer knows it is ours
+					c.orig = append(jsonrpc.ID(nil), id...)
+					id = s.fleet.callID(id)
+					o.Frame = jsonrpc.SetMember(o.Frame, "id", id)
+				}
+				calls[string(id)] = c
+				s.noteWaiting(calls)
+			}
 			o = kept.request(key, o)
 			if o.Final {
 				delete(running, key)
 				forgetCalls(key)
-			} else if isCall(o.Frame) {
-				calls[string(jsonrpc.Field(o.Frame, "id"))] = call{request: key, since: time.Now().UnixNano()}
-				s.noteWaiting(calls)
 			}
 			w := waiters[key]
 			if w == nil {
@@ -409,16 +496,17 @@ func (s *session) noteWaiting(calls map[string]call) {
 }
 
 // post hands the session a frame from a POST (see postMsg). It returns the waiter of the
-// request's frames when key is not empty, and false if the session has ended.
-func (s *session) post(frame []byte, key, answers string, sse bool) (*waiter, bool) {
-	m := postMsg{frame: frame, key: key, answers: answers, sse: sse, ack: make(chan bool, 1)}
+// request's frames when key is not empty, and what the actor did with the frame.
+func (s *session) post(frame []byte, key, answers, cancels string, sse bool) (*waiter, posted) {
+	m := postMsg{frame: frame, key: key, answers: answers, cancels: cancels, sse: sse, ack: make(chan posted, 1)}
 	if key != "" {
 		m.w = newWaiter()
 	}
-	if took, ok := ask(s, m, m.ack); !ok || !took {
-		return nil, false
+	took, ok := ask(s, m, m.ack)
+	if !ok {
+		return nil, postRefused
 	}
-	return m.w, true
+	return m.w, took
 }
 
 // listen registers the session's GET stream and returns its waiter, or false if the session
@@ -464,6 +552,7 @@ type sessionHost struct {
 	base    context.Context // cancelled by close: every dispatcher drains
 	stop    context.CancelFunc
 	store   EventStore // the sessions' SSE events, for resumption; nil: not kept
+	fleet   *fleet     // the fleet the sessions are shared with; nil: this process only
 	janitor sync.WaitGroup
 	live    sync.WaitGroup // one per session started, until its actor and dispatcher stop
 
@@ -491,6 +580,7 @@ func (h *sessionHost) start(maxSessions, perClient int, idle time.Duration) {
 				return
 			case <-tick.C:
 				h.expire(idle)
+				h.fleet.refresh()
 			}
 		}
 	}()
@@ -515,8 +605,8 @@ func (h *sessionHost) open(r *http.Request, rt *runtime.Server, p protocol, inst
 		victim.evict()
 	}
 	h.live.Add(1)
-	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, instance, h.store, h.live.Done)
-	s.principal, s.client = principalID(r), client
+	spec := sessionSpec{id: newSessionID(instance), principal: principalID(r), client: client, events: h.store, fleet: h.fleet}
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, spec, h.live.Done)
 	s.active.Add(1)
 	h.byID[s.id] = s
 	h.clients[client]++
@@ -652,4 +742,75 @@ func sessionRefusal(why refusal) string {
 		return "Too many sessions: every session of this client is busy; retry later"
 	}
 	return "Service unavailable: every session is busy; retry later"
+}
+
+// find returns the session a request names: the one in the table; in a fleet, the one whose
+// record the store has, taken up here if another instance began it, and handed the state
+// another instance saved since this one last looked. The error says why a fleet's session
+// cannot be served here now (the client may retry).
+func (h *sessionHost) find(r *http.Request, id string, rt *runtime.Server, p protocol) (*session, error) {
+	s := h.lookup(r, id)
+	if h.fleet == nil {
+		return s, nil
+	}
+	return h.fleet.find(r, s, id, rt, p)
+}
+
+// seen records the protocol state the session's dispatcher has (fleet).
+func (s *session) seen(state []byte) {
+	str := string(state)
+	s.state.Store(&str)
+}
+
+// takeState hands the dispatcher state, when it differs from the one it has (fleet).
+func (s *session) takeState(state []byte) {
+	if p := s.state.Load(); p != nil && *p == string(state) {
+		return
+	}
+	s.seen(state)
+	s.mailbox.Send(s.stopped, stateMsg{state: state})
+}
+
+// replica starts a session that began on another instance of the fleet and puts it in the
+// table, making room as open does, or says why it cannot. A replica started by another
+// request meanwhile is returned instead.
+func (h *sessionHost) replica(r *http.Request, rt *runtime.Server, p protocol, spec sessionSpec) (*session, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.byID[spec.id]; s != nil {
+		return s, nil
+	}
+	if h.closed {
+		return nil, errClosing
+	}
+	victim, _, ok := h.admit(spec.client)
+	if !ok {
+		return nil, errNoRoom
+	}
+	if victim != nil {
+		h.removeLocked(victim.id)
+		victim.evict()
+	}
+	spec.events, spec.fleet = h.store, h.fleet
+	h.live.Add(1)
+	s := startSession(withPrincipal(h.base, runtime.PrincipalFrom(r.Context())), rt, p, spec, h.live.Done)
+	s.recorded.Store(true)
+	h.byID[s.id] = s
+	h.clients[s.client]++
+	return s, nil
+}
+
+// Why a fleet's session cannot be taken up here.
+var (
+	errClosing = errors.New("this instance is shutting down")
+	errNoRoom  = errors.New("every session this instance holds is busy")
+)
+
+// removeIf takes s out of the table if it is still there.
+func (h *sessionHost) removeIf(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byID[s.id] == s {
+		h.removeLocked(s.id)
+	}
 }

@@ -169,7 +169,7 @@ func (s *Server) Profile() runtime.Profile {
 		Abandoned: &jsonrpc.Error{Code: CodeServerBusy,
 			Message: "Server shutting down: the request did not finish before the drain deadline; retry it",
 			Data:    map[string]any{"retryable": true}},
-		NewSession: func(peer *runtime.Peer) runtime.Session { return &session{s: s, peer: peer} },
+		NewSession: s.newSession,
 		Proxy:      &proxyRules,
 		Methods:    methods,
 	}

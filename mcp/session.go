@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
@@ -16,6 +18,34 @@ type session struct {
 	s      *Server
 	peer   *runtime.Peer
 	legacy *legacySession
+	kept   *runtime.SessionState // where a transport keeps the legacy state; nil: nowhere
+}
+
+// newSession is the runtime's NewSession: a connection's session, restored from the state its
+// transport kept when it serves a session that began elsewhere (another process of a fleet).
+func (s *Server) newSession(peer *runtime.Peer) runtime.Session {
+	ss := &session{s: s, peer: peer, kept: peer.SessionState()}
+	if ss.kept != nil && ss.kept.Restore != nil {
+		ss.TakeState(ss.kept.Restore)
+	}
+	return ss
+}
+
+// TakeState takes the legacy state another connection of the session saved (in another
+// process of a fleet): it begins the session if this connection has not, and takes what the
+// client set since. A state that cannot be read is logged and left: a connection that has
+// none asks its requests to initialize.
+func (ss *session) TakeState(raw []byte) {
+	var st savedSession
+	if err := json.Unmarshal(raw, &st); err != nil || st.V != 1 || st.Version == "" {
+		ss.peer.Logger().Warn("mcp: a session's kept state could not be read, and is left", zap.Error(err), zap.Int("version", st.V))
+		return
+	}
+	l := ss.legacy
+	if l == nil {
+		l = ss.begin(st.Version, st.Caps)
+	}
+	l.apply(&st)
 }
 
 // legacySession is what an initialize handshake established, for the life of the connection.
@@ -116,7 +146,12 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		if !ok {
 			return runtime.Route{Err: errInvalidParams(`"level" must be one of debug, info, notice, warning, error, critical, alert, emergency`)}
 		}
+		was := l.logLevel
 		l.logLevel = level
+		if err := ss.save(); err != nil {
+			l.logLevel = was
+			return runtime.Route{Err: err}
+		}
 		return runtime.Route{Result: json.RawMessage("{}")}
 	case "resources/subscribe", "resources/unsubscribe":
 		if !s.advertises("resources") {
@@ -126,10 +161,19 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		if err != nil {
 			return runtime.Route{Err: err}
 		}
+		was := l.subs[uri]
 		if req.Method == "resources/subscribe" {
 			l.subs[uri] = true
 		} else {
 			delete(l.subs, uri)
+		}
+		if err := ss.save(); err != nil {
+			if was {
+				l.subs[uri] = true
+			} else {
+				delete(l.subs, uri)
+			}
+			return runtime.Route{Err: err}
 		}
 		return runtime.Route{Result: json.RawMessage("{}")}
 	}
@@ -255,14 +299,12 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 	if p.Capabilities == nil {
 		p.Capabilities = json.RawMessage("{}")
 	}
-	l := &legacySession{
-		version: version, pv: internVersion(version), caps: p.Capabilities, logLevel: -1, peer: ss.peer,
-		changes: ss.s.hub.subscribe(),
-		stop:    make(chan struct{}), done: make(chan struct{}),
-		subs: map[string]bool{},
+	ss.begin(version, p.Capabilities)
+	if err := ss.save(); err != nil {
+		ss.Close()
+		ss.legacy = nil
+		return runtime.Route{Err: err}
 	}
-	ss.legacy = l
-	go ss.forward(l)
 	s := ss.s
 	return runtime.Route{Result: initializeResult{
 		ProtocolVersion: version,
@@ -270,6 +312,62 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 		ServerInfo:      s.info,
 		Instructions:    s.opts.Instructions,
 	}}
+}
+
+// begin starts the legacy session that initialize negotiated, and its change forwarder.
+func (ss *session) begin(version string, caps json.RawMessage) *legacySession {
+	l := &legacySession{
+		version: version, pv: internVersion(version), caps: caps, logLevel: -1, peer: ss.peer,
+		changes: ss.s.hub.subscribe(),
+		stop:    make(chan struct{}), done: make(chan struct{}),
+		subs: map[string]bool{},
+	}
+	ss.legacy = l
+	go ss.forward(l)
+	return l
+}
+
+// savedSession is a legacy session's state as its transport keeps it (runtime.SessionState):
+// what initialize negotiated, and what the client has set since.
+type savedSession struct {
+	V           int             `json:"v"` // 1
+	Version     string          `json:"version"`
+	Caps        json.RawMessage `json:"caps"`
+	LogLevel    int             `json:"logLevel"`
+	Initialized bool            `json:"initialized,omitempty"`
+	Subs        []string        `json:"subs,omitempty"`
+}
+
+// save hands the legacy state to the transport that keeps it, if any.
+func (ss *session) save() error {
+	if ss.kept == nil || ss.kept.Save == nil || ss.legacy == nil {
+		return nil
+	}
+	l := ss.legacy
+	st := savedSession{V: 1, Version: l.version, Caps: l.caps, LogLevel: l.logLevel, Initialized: l.initialized}
+	for uri := range l.subs {
+		st.Subs = append(st.Subs, uri)
+	}
+	slices.Sort(st.Subs)
+	raw, err := json.Marshal(&st)
+	if err == nil {
+		err = ss.kept.Save(raw)
+	}
+	if err != nil {
+		return &jsonrpc.Error{Code: CodeServerBusy,
+			Message: "Server busy: the session's state could not be kept where every instance finds it (" + err.Error() + "); retry",
+			Data:    map[string]any{"retryable": true}}
+	}
+	return nil
+}
+
+// apply takes what the client set, as another connection of the session saved it.
+func (l *legacySession) apply(st *savedSession) {
+	l.logLevel, l.initialized = st.LogLevel, st.Initialized
+	clear(l.subs)
+	for _, uri := range st.Subs {
+		l.subs[uri] = true
+	}
 }
 
 // forward is the legacy session's change forwarder: it tells this client about list
@@ -318,8 +416,11 @@ func (ss *session) Close() {
 }
 
 func (ss *session) Notification(method string, params json.RawMessage) {
-	if method == "notifications/initialized" && ss.legacy != nil {
+	if method == "notifications/initialized" && ss.legacy != nil && !ss.legacy.initialized {
 		ss.legacy.initialized = true
+		if err := ss.save(); err != nil {
+			ss.peer.Logger().Warn("mcp: notifications/initialized could not be kept for the session's other instances", zap.Error(err))
+		}
 	}
 	// Other notifications (roots/list_changed, progress from the client) need nothing here.
 }

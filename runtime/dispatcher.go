@@ -247,6 +247,14 @@ func (d *dispatcher) inbound(in Inbound) {
 		d.tooLarge(in.TooLarge)
 		return
 	}
+	if in.State {
+		if t, ok := d.session.(StateTaker); ok {
+			if err := actors.Recover(func() error { t.TakeState(in.Frame); return nil }); err != nil {
+				d.log.Error("a session panicked taking its state (StateTaker); the connection goes on", zap.Error(err))
+			}
+		}
+		return
+	}
 	d.frame(in.Frame)
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"go.uber.org/zap"
+
 	"github.com/relayrt/relay/jsonrpc"
 )
 
@@ -119,3 +121,6 @@ func (p *Peer) Run(fn func(notify func(method string, params any) error)) error 
 
 // Done is closed when the connection has stopped.
 func (p *Peer) Done() <-chan struct{} { return p.d.stopped }
+
+// Logger is the connection's logger (stderr by default), for what a Session cannot answer.
+func (p *Peer) Logger() *zap.Logger { return p.d.log }

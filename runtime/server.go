@@ -45,6 +45,10 @@ func defaultOverloaded(retryAfter time.Duration) *jsonrpc.Error {
 type Inbound struct {
 	Frame    []byte // one message (or batch), owned by the dispatcher from now on
 	TooLarge int    // when nonzero: a frame over this many bytes was discarded
+	// State says that Frame is not a message but the session's state, as another
+	// connection of the session saved it (see SessionState): the protocol's Session takes it
+	// (StateTaker) before the frames that follow.
+	State bool
 }
 
 // Serve runs one connection's dispatcher until input ends (in is closed), ctx is cancelled,

@@ -1,0 +1,267 @@
+package httpx
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/zap"
+
+	"github.com/relayrt/relay/jsonrpc"
+	"github.com/relayrt/relay/mcp"
+	"github.com/relayrt/relay/runtime"
+)
+
+// fleet is what a handler's sessions share with the other instances of a fleet
+// (MCPOptions.SessionStore and Bus): each instance that gets a request of a session runs a
+// session of its own for it (a replica: its own dispatcher and actor), started from the
+// session's record in the store, and the replicas tell each other, on the session's topic of
+// the bus, what only one of them can act on:
+//
+//   - the client's answer to a request of the server's goes to the replica that asked (the
+//     ids of its requests carry its tag);
+//   - a cancel goes to the replica running the request;
+//   - a session the client deleted ends everywhere.
+//
+// The session's protocol state (logging/setLevel, resources/subscribe) is read from the
+// store on each of the client's requests, with the record (one round trip, which also keeps
+// the record alive), and handed to the replica's dispatcher before the request when another
+// instance changed it: the client's next request sees what its last one set, wherever each
+// lands.
+//
+// Notifications that belong to no request (list changes, resource updates) go to the GET
+// stream of the replica that holds it: each replica hears the server's changes (mcp.Bus) and
+// the one with the stream sends them, so none is sent twice.
+type fleet struct {
+	store SessionStore
+	bus   mcp.Bus // nil: replicas cannot reach each other (see MCPOptions.Bus)
+	tag   string  // this instance's mark on the ids of its requests to clients
+	ttl   time.Duration
+	host  *sessionHost
+	log   *zap.Logger
+}
+
+// fleetTimeout bounds a call to the store or the bus on a request's path.
+const fleetTimeout = 5 * time.Second
+
+// ErrSessionStore is what a request gets when the session store cannot be reached.
+var errSessionStore = errors.New("the session store cannot be reached")
+
+// newFleetTag returns a random tag for an instance that has no name.
+func newFleetTag() string {
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		panic("httpx: no randomness for an instance tag: " + err.Error())
+	}
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)
+}
+
+// record is a session's record in the store.
+type record struct {
+	Principal string          `json:"principal"`
+	Client    string          `json:"client"`
+	State     json.RawMessage `json:"state"`
+}
+
+// save keeps the protocol state of s in the store, and tells the other replicas. It runs on
+// the session's dispatcher goroutine, before the request that changed the state is answered.
+func (f *fleet) save(s *session, state []byte) error {
+	rec, err := json.Marshal(record{Principal: s.principal, Client: s.client, State: state})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+	defer cancel()
+	if err := f.store.Put(ctx, s.id, rec, f.ttl); err != nil {
+		return err
+	}
+	s.recorded.Store(true)
+	s.seen(state)
+	return nil
+}
+
+// find reads session id's record for r and returns the session to serve it: s (the replica
+// here, or nil) handed the record's state, or a replica started from the record. It returns
+// nil when the store has no record that r's principal owns: the session has ended (and ends
+// here too), or never existed, or is another's.
+func (f *fleet) find(r *http.Request, s *session, id string, rt *runtime.Server, p protocol) (*session, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
+	defer cancel()
+	raw, err := f.store.Get(ctx, id, f.ttl)
+	if err != nil {
+		f.log.Warn("the session store could not be read", zap.String("session", id), zap.Error(err))
+		return nil, errSessionStore
+	}
+	var rec record
+	if raw != nil {
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			f.log.Warn("a session's record in the store could not be read; it is taken as ended", zap.String("session", id), zap.Error(err))
+			raw = nil
+		}
+	}
+	if raw == nil {
+		if s != nil && s.recorded.Load() {
+			f.ended(s) // deleted or expired: through another instance, or while this one slept
+		}
+		if s != nil && !s.recorded.Load() {
+			return s, nil // its initialize is still being answered: nothing is kept yet
+		}
+		return nil, nil
+	}
+	if rec.Principal != principalID(r) {
+		return nil, nil // a session id alone never lets one user act as another
+	}
+	if s != nil {
+		s.takeState(rec.State)
+		return s, nil
+	}
+	return f.host.replica(r, rt, p, sessionSpec{id: id, principal: rec.Principal, client: rec.Client, restore: rec.State})
+}
+
+// refresh keeps alive in the store the records of the sessions used here since it last did,
+// and ends here those whose record has gone (deleted through an instance whose word was
+// lost, or expired). The janitor calls it; a nil fleet does nothing.
+func (f *fleet) refresh() {
+	if f == nil {
+		return
+	}
+	var used []*session
+	f.host.mu.Lock()
+	for _, s := range f.host.byID {
+		if last := s.lastUsed.Load(); last != s.kept && s.recorded.Load() {
+			s.kept = last
+			used = append(used, s)
+		}
+	}
+	f.host.mu.Unlock()
+	for _, s := range used {
+		ctx, cancel := context.WithTimeout(f.host.base, fleetTimeout)
+		raw, err := f.store.Get(ctx, s.id, f.ttl)
+		cancel()
+		if err == nil && raw == nil {
+			f.ended(s)
+		}
+	}
+}
+
+// ended ends s here: the client deleted the session through another instance.
+func (f *fleet) ended(s *session) {
+	f.host.removeIf(s)
+	s.close()
+}
+
+// deleted forgets session id everywhere: the client deleted it here.
+func (f *fleet) deleted(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	if err := f.store.Delete(ctx, id); err != nil {
+		f.log.Warn("a deleted session could not be forgotten by the store; it expires there", zap.String("session", id), zap.Error(err))
+	}
+	if err := f.publish(ctx, id, busEnded, "", nil); err != nil {
+		f.log.Warn("a deleted session's other instances could not be told; theirs expire", zap.String("session", id), zap.Error(err))
+	}
+}
+
+// callID is the id a request of this instance's to a client is sent with: the dispatcher's,
+// after the instance's tag.
+func (f *fleet) callID(id []byte) jsonrpc.ID {
+	inner := bytes.Trim(id, `"`)
+	out := make([]byte, 0, len(f.tag)+len(inner)+3)
+	out = append(out, '"')
+	out = append(out, f.tag...)
+	out = append(out, '-')
+	out = append(out, inner...)
+	return append(out, '"')
+}
+
+// The kinds of message on a session's topic.
+const (
+	busAnswer = 'a' // key: the id of the request answered, as the client sent it; frame: the answer
+	busCancel = 'c' // key: the request cancelled; frame: the cancel
+	busEnded  = 'e' // the client deleted the session
+)
+
+// busMsg is a message on the session's topic, from another instance.
+type busMsg struct {
+	kind  byte
+	key   string
+	frame []byte
+}
+
+func sessionTopic(id string) string { return "httpx/session/" + id }
+
+// publish sends a message on session id's topic: kind, this instance's tag, key and frame,
+// the first three each ended by a newline (none appears in a tag, a JSON id or a session id).
+func (f *fleet) publish(ctx context.Context, id string, kind byte, key string, frame []byte) error {
+	if f.bus == nil {
+		return nil
+	}
+	m := make([]byte, 0, 4+len(f.tag)+len(key)+len(frame))
+	m = append(m, kind, '\n')
+	m = append(m, f.tag...)
+	m = append(m, '\n')
+	m = append(m, key...)
+	m = append(m, '\n')
+	m = append(m, frame...)
+	return f.bus.Publish(ctx, sessionTopic(id), m)
+}
+
+// parseBusMsg reads a message publish sent; ok is false for one that is malformed or this
+// instance's own.
+func (f *fleet) parseBusMsg(m []byte) (busMsg, bool) {
+	parts := bytes.SplitN(m, []byte{'\n'}, 4)
+	if len(parts) != 4 || len(parts[0]) != 1 {
+		return busMsg{}, false
+	}
+	if string(parts[1]) == f.tag {
+		return busMsg{}, false
+	}
+	return busMsg{kind: parts[0][0], key: string(parts[2]), frame: parts[3]}, true
+}
+
+// follow hands s's actor what other instances publish on its topic, until s stops; the
+// returned channel closes then. It returns once the subscription is in force (or has failed:
+// then it keeps trying, with backoff). A nil fleet follows nothing.
+func (f *fleet) follow(s *session) <-chan struct{} {
+	done := make(chan struct{})
+	if f == nil || f.bus == nil {
+		close(done)
+		return done
+	}
+	subscribe := func() <-chan []byte {
+		ch, err := f.bus.Subscribe(s.stopped, sessionTopic(s.id))
+		if err != nil && s.stopped.Err() == nil {
+			f.log.Warn("a session's topic could not be followed; answers and cancels from other instances wait until it can", zap.String("session", s.id), zap.Error(err))
+		}
+		return ch
+	}
+	ch := subscribe()
+	go func() {
+		defer close(done)
+		b := backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(5*time.Second))
+		for {
+			if ch != nil { // nil: not subscribed
+				for raw := range ch {
+					if m, ok := f.parseBusMsg(raw); ok && s.mailbox.Send(s.stopped, m) != nil {
+						return
+					}
+				}
+			}
+			// Lost (or never had): follow again. A message sent meanwhile is missed; an
+			// answer is then sent again by its client's retry, or its request times out.
+			select {
+			case <-s.stopped.Done():
+				return
+			case <-time.After(b.NextBackOff()):
+			}
+			ch = subscribe()
+		}
+	}()
+	return done
+}
