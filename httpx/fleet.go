@@ -45,6 +45,7 @@ type fleet struct {
 	ttl   time.Duration
 	host  *sessionHost
 	log   *zap.Logger
+	bells chan bell // for the ringer
 }
 
 // fleetTimeout bounds a call to the store or the bus on a request's path.
@@ -185,6 +186,8 @@ const (
 	busAnswer = 'a' // key: the id of the request answered, as the client sent it; frame: the answer
 	busCancel = 'c' // key: the request cancelled; frame: the cancel
 	busEnded  = 'e' // the client deleted the session
+	busResume = 'r' // key: a request stream another instance resumes, for its owner to ring
+	busBell   = 'v' // key: a stream; frame: its owner's word (bellLive, bellGone)
 )
 
 // busMsg is a message on the session's topic, from another instance.
@@ -264,4 +267,105 @@ func (f *fleet) follow(s *session) <-chan struct{} {
 		}
 	}()
 	return done
+}
+
+// The words a stream's owner rings to an instance that follows it (busBell's frame).
+const (
+	bellLive = "live" // the stream is live here: an event was kept, or more will be
+	bellGone = "gone" // the stream has ended here (answered, cancelled), or is not this instance's
+)
+
+// bell is a word for an instance that follows a stream, on its way to the bus.
+type bell struct{ session, stream, word string }
+
+// ring tells the instance that follows stream of session about it. The actor calls it, so it
+// never waits: a bell that finds the queue full is dropped (the follower also looks at the
+// store every followPoll).
+func (f *fleet) ring(session, stream, word string) {
+	select {
+	case f.bells <- bell{session, stream, word}:
+	default:
+	}
+}
+
+// ringer publishes the bells until ctx ends.
+func (f *fleet) ringer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case b := <-f.bells:
+			pctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+			if err := f.publish(pctx, b.session, busBell, b.stream, []byte(b.word)); err != nil {
+				f.log.Debug("a stream's follower could not be told; it looks again", zap.String("session", b.session), zap.Error(err))
+			}
+			cancel()
+		}
+	}
+}
+
+// followPoll is how often an instance that follows another's stream looks at the store when
+// no bell has rung.
+const followPoll = time.Second
+
+// follow serves a resumption (a GET with Last-Event-ID) of a request stream that another
+// instance of the fleet keeps (MCP 2025-11-25, Transports › Streamable HTTP › Resumability and
+// Redelivery): the events kept after seq, then each one the owner keeps, to the answer. The
+// owner is asked to ring on each; a stream it no longer runs (answered while the client was
+// away, or cancelled), or an owner that does not answer (it has stopped), ends with what the
+// store kept.
+func (h *MCPHandler) follow(w http.ResponseWriter, r *http.Request, s *session, stream string, seq uint64) {
+	f := s.fleet
+	rings := make(chan string, 1)
+	if !s.listenTo(stream, rings) {
+		h.refuse(w, refusedSession, "Not found: the session has ended; initialize again")
+		return
+	}
+	defer s.listenTo(stream, nil)
+	ctx := r.Context()
+	if err := f.publish(ctx, s.id, busResume, stream, nil); err != nil {
+		h.unavailable(w, nil, err)
+		return
+	}
+	word := bellGone // until the owner says it is live
+	select {
+	case word = <-rings:
+	case <-time.After(fleetTimeout):
+	case <-ctx.Done():
+		return
+	}
+	var sse *sseWriter
+	poll := time.NewTicker(followPoll)
+	defer poll.Stop()
+	for {
+		frames, ok, err := s.store.After(ctx, s.id, stream, seq)
+		if err != nil || !ok {
+			if sse == nil {
+				h.refuse(w, refusedSession, "Not found: the stream's events after Last-Event-ID are no longer kept; send the request again")
+			}
+			return
+		}
+		if sse == nil {
+			sse = startSSE(w)
+		}
+		for _, frame := range frames {
+			seq++
+			final := jsonrpc.Field(frame, "method") == nil // an answer, not a request or notification of the server's
+			if out := h.capAnswer(frame, final); out != nil && sse.eventWithID(out, eventID(stream, seq)) != nil {
+				return
+			}
+			if final {
+				return
+			}
+		}
+		if word == bellGone {
+			return // nothing more will be kept
+		}
+		select {
+		case word = <-rings:
+		case <-poll.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

@@ -75,10 +75,11 @@ type fleetInstance struct {
 	stop      func()      // closes the instance, once
 }
 
-// startFleet starts n instances sharing one session store and one bus.
-func startFleet(t *testing.T, n int) []*fleetInstance {
+// startFleet starts n instances sharing one session store, one event store and one bus.
+// pollAfter, when set, closes the stream of a POST that waits that long (the client resumes it).
+func startFleet(t *testing.T, n int, pollAfter ...time.Duration) []*fleetInstance {
 	t.Helper()
-	store, bus := httpx.NewMemorySessionStore(), &memBus{}
+	store, events, bus := httpx.NewMemorySessionStore(), httpx.NewMemoryEventStore(0, 0, 0), &memBus{}
 	var fleet []*fleetInstance
 	for i := range n {
 		in := &fleetInstance{name: fmt.Sprintf("i%d", i), started: make(chan string, 16), cancelled: make(chan string, 16)}
@@ -109,7 +110,19 @@ func startFleet(t *testing.T, n int) []*fleetInstance {
 				req.Log(mcp.LevelError, "fleet", "error from "+in.name)
 				return mcp.TextResult(in.name), nil
 			})
-		in.h = httpx.NewMCPHandler(s, &httpx.MCPOptions{SessionStore: store, Bus: bus, Instance: in.name, Logger: zap.NewNop()})
+		mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "Log five steps, a while apart, then answer."},
+			func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, error) {
+				for i := range 5 {
+					time.Sleep(60 * time.Millisecond)
+					req.Log(mcp.LevelInfo, "fleet", fmt.Sprintf("step %d", i+1))
+				}
+				return mcp.TextResult(in.name), nil
+			})
+		o := &httpx.MCPOptions{SessionStore: store, EventStore: events, Bus: bus, Instance: in.name, Logger: zap.NewNop()}
+		if len(pollAfter) > 0 {
+			o.PollAfter = pollAfter[0]
+		}
+		in.h = httpx.NewMCPHandler(s, o)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -321,5 +334,34 @@ func TestFleet_AnInstanceStopsAndItsSessionsGoOn(t *testing.T) {
 	}
 	if logs.Load() != 3 {
 		t.Fatalf("%d log messages, want 3: the level set before the instance stopped holds", logs.Load())
+	}
+}
+
+func TestFleet_AStreamResumedOnAnotherInstanceLosesNothing(t *testing.T) {
+	fleet := startFleet(t, 2, 100*time.Millisecond)
+	c := connectThrough(t, fleet)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := c.SetLogLevel(ctx, mcp.LevelInfo); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var steps []string
+		res, err := c.CallTool(ctx, "steps", nil, client.WithNotifications(func(method string, params json.RawMessage) {
+			if method == "notifications/message" {
+				var m struct{ Data string }
+				json.Unmarshal(params, &m)
+				steps = append(steps, m.Data)
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text(t, res)
+		// The POST's stream closed after 100 ms; the client resumed it with Last-Event-ID,
+		// and the balancer sent that GET to the other instance.
+		if got := strings.Join(steps, ", "); got != "step 1, step 2, step 3, step 4, step 5" {
+			t.Fatalf("steps heard: %s", got)
+		}
 	}
 }

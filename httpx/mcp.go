@@ -177,7 +177,14 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		if tag == "" {
 			tag = newFleetTag()
 		}
-		h.sessions.fleet = &fleet{store: o.SessionStore, bus: o.Bus, tag: tag, ttl: h.o.sessionIdle, host: &h.sessions, log: h.log}
+		f := &fleet{store: o.SessionStore, bus: o.Bus, tag: tag, ttl: h.o.sessionIdle, host: &h.sessions, log: h.log,
+			bells: make(chan bell, 256)}
+		h.sessions.fleet = f
+		h.sessions.janitor.Add(1)
+		go func() {
+			defer h.sessions.janitor.Done()
+			f.ringer(h.sessions.base)
+		}()
 	}
 	return h
 }
@@ -590,6 +597,9 @@ func (h *MCPHandler) standalone(w http.ResponseWriter, r *http.Request, sid stri
 		switch {
 		case wt == nil:
 			ok = false
+		case res.remote:
+			h.follow(w, r, s, stream, seq)
+			return
 		case !res.ok:
 			h.refuse(w, refusedSession, "Not found: the stream's events after Last-Event-ID are no longer kept; send the request again")
 			return

@@ -15,13 +15,19 @@ import (
 // stream ("g") starts when a GET stream is first opened, and its numbers go on across GETs.
 // An event's id is the stream's name, a dot, and its number; a stream's priming event is
 // numbered as the event before its first. Only the actor uses it.
+//
+// In a fleet, where every instance keeps its replica's events in one store, a stream's name
+// starts with the instance's tag and a dash ("a1-p3", "a1-g"), so that names never clash and
+// a resumption that lands on another instance knows whose the stream is (fleet.go).
 type keptStreams struct {
-	s     *session
-	sse   map[string]bool        // requests whose POST takes a stream that has not started yet
-	live  map[string]*keptStream // by request key
-	names map[string]string      // a live request stream's name → its request key
-	next  int
-	get   *keptStream // the GET stream, once one was opened
+	s      *session
+	prefix string                 // fleet: this instance's tag and a dash
+	remote map[string]bool        // fleet: streams followed from another instance, told of each event
+	sse    map[string]bool        // requests whose POST takes a stream that has not started yet
+	live   map[string]*keptStream // by request key
+	names  map[string]string      // a live request stream's name → its request key
+	next   int
+	get    *keptStream // the GET stream, once one was opened
 	// cancelled names the latest request streams whose requests were cancelled: owed no
 	// answer, a resumption of one has nothing to wait for (the official TypeScript client
 	// resumes a stream it cancelled). Bounded: the oldest names go first.
@@ -38,8 +44,12 @@ type keptStream struct {
 }
 
 func newKeptStreams(s *session) *keptStreams {
-	return &keptStreams{s: s, sse: map[string]bool{}, live: map[string]*keptStream{}, names: map[string]string{},
+	k := &keptStreams{s: s, sse: map[string]bool{}, live: map[string]*keptStream{}, names: map[string]string{},
 		cancelled: map[string]bool{}}
+	if s.fleet != nil {
+		k.prefix, k.remote = s.fleet.tag+"-", map[string]bool{}
+	}
+	return k
 }
 
 // eventID names event seq of stream.
@@ -99,7 +109,7 @@ func (k *keptStreams) start(key string) string {
 // begin starts request key's stream.
 func (k *keptStreams) begin(key string) {
 	k.next++
-	st := &keptStream{name: "p" + strconv.Itoa(k.next)}
+	st := &keptStream{name: k.prefix + "p" + strconv.Itoa(k.next)}
 	k.live[key], k.names[st.name] = st, key
 	delete(k.sse, key)
 	k.s.resumable.Store(int32(len(k.live)))
@@ -116,6 +126,10 @@ func (k *keptStreams) end(key string, cancelled bool) {
 	delete(k.live, key)
 	delete(k.names, st.name)
 	k.s.resumable.Store(int32(len(k.live)))
+	if k.remote[st.name] {
+		delete(k.remote, st.name)
+		k.s.fleet.ring(k.s.id, st.name, bellGone)
+	}
 	if cancelled {
 		if len(k.cancelledList) == keptCancelled {
 			delete(k.cancelled, k.cancelledList[0])
@@ -139,6 +153,9 @@ func (k *keptStreams) keep(st *keptStream, o runtime.Outbound) runtime.Outbound 
 	st.seq++
 	o.Event = eventID(st.name, st.seq)
 	k.s.store.Append(context.Background(), k.s.id, st.name, st.seq, o.Frame)
+	if k.remote[st.name] {
+		k.s.fleet.ring(k.s.id, st.name, bellLive)
+	}
 	return o
 }
 
@@ -149,9 +166,24 @@ func (k *keptStreams) listen() string {
 		return ""
 	}
 	if k.get == nil {
-		k.get = &keptStream{name: "g"}
+		k.get = &keptStream{name: k.prefix + "g"}
 	}
 	return eventID(k.get.name, k.get.seq)
+}
+
+// followed answers another instance that follows stream, a request stream of this one's
+// (fleet): from now on each of its events rings, and its end; a stream not live here rings
+// its end at once.
+func (k *keptStreams) followed(stream string) {
+	if !strings.HasPrefix(stream, k.prefix) {
+		return // another instance's: it answers
+	}
+	if k.names[stream] == "" {
+		k.s.fleet.ring(k.s.id, stream, bellGone)
+		return
+	}
+	k.remote[stream] = true
+	k.s.fleet.ring(k.s.id, stream, bellLive)
 }
 
 // resume answers a resumption of stream after event seq, and returns the key of the request
@@ -160,9 +192,12 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 	if k.s.store == nil {
 		return resumed{}, ""
 	}
+	if k.s.fleet != nil && !strings.HasPrefix(stream, k.prefix) {
+		return k.resumeForeign(stream, seq)
+	}
 	var st *keptStream
 	key := ""
-	if stream == "g" {
+	if stream == k.prefix+"g" {
 		st = k.get
 	} else if key = k.names[stream]; key != "" {
 		st = k.live[key]
@@ -172,7 +207,7 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 		return resumed{ok: true, live: true}, key // nothing missed
 	case st != nil && seq > st.seq:
 		return resumed{}, ""
-	case st == nil && stream == "g":
+	case st == nil && stream == k.prefix+"g":
 		return resumed{}, ""
 	}
 	frames, ok, err := k.s.store.After(context.Background(), k.s.id, stream, seq)
@@ -192,9 +227,29 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 	return r, key
 }
 
-// forget lets the store go of the session: it has ended.
+// resumeForeign answers a resumption of another instance's stream (fleet). A request's
+// stream is followed where it is (remote: see fleet.follow); the GET stream's events kept
+// since are sent, and then this instance's own (it holds the session's GET stream now).
+func (k *keptStreams) resumeForeign(stream string, seq uint64) (resumed, string) {
+	if !strings.HasSuffix(stream, "-g") {
+		return resumed{ok: true, remote: true}, ""
+	}
+	frames, ok, err := k.s.store.After(context.Background(), k.s.id, stream, seq)
+	if err != nil || !ok {
+		return resumed{}, ""
+	}
+	r := resumed{ok: true, live: true}
+	for i, f := range frames {
+		r.events = append(r.events, runtime.Outbound{Frame: f, Event: eventID(stream, seq+1+uint64(i))})
+	}
+	k.listen()
+	return r, ""
+}
+
+// forget lets the store go of the session: it has ended. In a fleet the session lives on
+// the other instances: the store lets go of it when the client deletes it (fleet.deleted).
 func (k *keptStreams) forget() {
-	if k.s.store != nil {
+	if k.s.store != nil && k.s.fleet == nil {
 		k.s.store.Forget(context.Background(), k.s.id)
 	}
 }

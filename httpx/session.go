@@ -104,6 +104,7 @@ type resumed struct {
 	events []runtime.Outbound // kept since the event resumed after, each with its Event id
 	live   bool               // more follows on the waiter
 	ok     bool               // false: the stream cannot be resumed from there
+	remote bool               // fleet: another instance's request stream, followed there (fleet.follow)
 }
 
 // startMsg starts the kept stream of request key before any frame of it (PollAfter, for a
@@ -114,9 +115,18 @@ type startMsg struct {
 	ack chan string
 }
 
-func (postMsg) isSessionMsg()  {}
-func (busMsg) isSessionMsg()   {}
-func (stateMsg) isSessionMsg() {}
+func (postMsg) isSessionMsg()     {}
+func (busMsg) isSessionMsg()      {}
+func (stateMsg) isSessionMsg()    {}
+func (listenToMsg) isSessionMsg() {}
+
+// listenToMsg makes rings get the words another instance rings about stream (fleet.follow),
+// or stops them when rings is nil.
+type listenToMsg struct {
+	stream string
+	rings  chan string // 1 slot: the newest word wins
+	ack    chan bool
+}
 
 // stateMsg hands the dispatcher the session's protocol state, which another instance of the
 // fleet saved, before the frames posted after it.
@@ -226,9 +236,10 @@ type call struct {
 // run is the session actor.
 func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 	waiters := map[string]*waiter{}
-	running := map[string]bool{} // the client's requests in flight, by key
-	calls := map[string]call{}   // the server's requests to the client not yet answered, by id
-	var stream *waiter           // the GET stream
+	followers := map[string]chan string{} // fleet: another instance's streams followed here, by name
+	running := map[string]bool{}          // the client's requests in flight, by key
+	calls := map[string]call{}            // the server's requests to the client not yet answered, by id
+	var stream *waiter                    // the GET stream
 	var queue []runtime.Inbound
 	quit, evictC := s.quit, s.evictC
 	closing := false // input ends once queue is empty
@@ -321,7 +332,24 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					kept.end(m.key, true)
 				case busEnded:
 					s.fleet.ended(s)
+				case busResume:
+					kept.followed(m.key)
+				case busBell:
+					if rings := followers[m.key]; rings != nil {
+						select { // the newest word wins: an older one not yet read goes
+						case <-rings:
+						default:
+						}
+						rings <- string(m.frame)
+					}
 				}
+			case listenToMsg:
+				if m.rings == nil {
+					delete(followers, m.stream)
+				} else {
+					followers[m.stream] = m.rings
+				}
+				m.ack <- true
 			case listenMsg:
 				if in == nil || closing {
 					m.ack <- false
@@ -754,6 +782,14 @@ func (h *sessionHost) find(r *http.Request, id string, rt *runtime.Server, p pro
 		return s, nil
 	}
 	return h.fleet.find(r, s, id, rt, p)
+}
+
+// listenTo makes rings get the words rung about another instance's stream (nil: no more);
+// false if the session has ended.
+func (s *session) listenTo(stream string, rings chan string) bool {
+	m := listenToMsg{stream: stream, rings: rings, ack: make(chan bool, 1)}
+	_, ok := ask(s, m, m.ack)
+	return ok
 }
 
 // seen records the protocol state the session's dispatcher has (fleet).
