@@ -164,6 +164,11 @@ func (f *fleet) deleted(ctx context.Context, id string) {
 	if err := f.store.Delete(ctx, id); err != nil {
 		f.log.Warn("a deleted session could not be forgotten by the store; it expires there", zap.String("session", id), zap.Error(err))
 	}
+	if events := f.host.store; events != nil {
+		if err := events.Forget(ctx, id); err != nil {
+			f.log.Warn("a deleted session's events could not be forgotten by the event store; they expire there", zap.String("session", id), zap.Error(err))
+		}
+	}
 	if err := f.publish(ctx, id, busEnded, "", nil); err != nil {
 		f.log.Warn("a deleted session's other instances could not be told; theirs expire", zap.String("session", id), zap.Error(err))
 	}
