@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -27,6 +28,9 @@ import (
 //   - the client's answer to a request of the server's goes to the replica that asked (the
 //     ids of its requests carry its tag);
 //   - a cancel goes to the replica running the request;
+//   - a state saved by one (logging/setLevel, resources/subscribe) reaches the others, for
+//     the GET stream's sake (a resource subscribed to through one instance is updated on the
+//     stream another holds);
 //   - a session the client deleted ends everywhere.
 //
 // The session's protocol state (logging/setLevel, resources/subscribe) is read from the
@@ -68,12 +72,14 @@ type record struct {
 	Principal string          `json:"principal"`
 	Client    string          `json:"client"`
 	State     json.RawMessage `json:"state"`
+	Rev       uint64          `json:"rev"` // one more with each save: a replica takes only a newer state
 }
 
 // save keeps the protocol state of s in the store, and tells the other replicas. It runs on
 // the session's dispatcher goroutine, before the request that changed the state is answered.
 func (f *fleet) save(s *session, state []byte) error {
-	rec, err := json.Marshal(record{Principal: s.principal, Client: s.client, State: state})
+	rev := s.rev.Add(1) // the dispatcher saves only states it has: one after the newest it took
+	rec, err := json.Marshal(record{Principal: s.principal, Client: s.client, State: state, Rev: rev})
 	if err != nil {
 		return err
 	}
@@ -83,7 +89,11 @@ func (f *fleet) save(s *session, state []byte) error {
 		return err
 	}
 	s.recorded.Store(true)
-	s.seen(state)
+	if err := f.publish(ctx, s.id, busState, strconv.FormatUint(rev, 10), state); err != nil {
+		// The store has it: each request reads it. A GET stream elsewhere hears of it with the
+		// session's next request there.
+		f.log.Warn("a session's state is kept, but its other instances could not be told", zap.String("session", s.id), zap.Error(err))
+	}
 	return nil
 }
 
@@ -119,10 +129,10 @@ func (f *fleet) find(r *http.Request, s *session, id string, rt *runtime.Server,
 		return nil, nil // a session id alone never lets one user act as another
 	}
 	if s != nil {
-		s.takeState(rec.State)
+		s.takeState(rec.State, rec.Rev)
 		return s, nil
 	}
-	return f.host.replica(r, rt, p, sessionSpec{id: id, principal: rec.Principal, client: rec.Client, restore: rec.State})
+	return f.host.replica(r, rt, p, sessionSpec{id: id, principal: rec.Principal, client: rec.Client, restore: rec.State, rev: rec.Rev})
 }
 
 // refresh keeps alive in the store the records of the sessions used here since it last did,
@@ -190,6 +200,7 @@ func (f *fleet) callID(id []byte) jsonrpc.ID {
 const (
 	busAnswer = 'a' // key: the id of the request answered, as the client sent it; frame: the answer
 	busCancel = 'c' // key: the request cancelled; frame: the cancel
+	busState  = 's' // key: the revision of the state saved; frame: the state
 	busEnded  = 'e' // the client deleted the session
 	busResume = 'r' // key: a request stream another instance resumes, for its owner to ring
 	busBell   = 'v' // key: a stream; frame: its owner's word (bellLive, bellGone)

@@ -66,6 +66,7 @@ func (b *memBus) Subscribe(ctx context.Context, topic string) (<-chan []byte, er
 // fleetInstance is one instance: its own mcp.Server and handler on its own socket.
 type fleetInstance struct {
 	name      string
+	mcp       *mcp.Server
 	url       string
 	h         *httpx.MCPHandler
 	srv       *http.Server
@@ -118,6 +119,10 @@ func startFleet(t *testing.T, n int, pollAfter ...time.Duration) []*fleetInstanc
 				}
 				return mcp.TextResult(in.name), nil
 			})
+		s.AddResource(&mcp.Resource{URI: "res://a", Name: "a"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "res://a", Text: in.name}}}, nil
+		})
+		in.mcp = s
 		o := &httpx.MCPOptions{SessionStore: store, EventStore: events, Bus: bus, Instance: in.name, Logger: zap.NewNop()}
 		if len(pollAfter) > 0 {
 			o.PollAfter = pollAfter[0]
@@ -363,5 +368,56 @@ func TestFleet_AStreamResumedOnAnotherInstanceLosesNothing(t *testing.T) {
 		if got := strings.Join(steps, ", "); got != "step 1, step 2, step 3, step 4, step 5" {
 			t.Fatalf("steps heard: %s", got)
 		}
+	}
+}
+
+func TestFleet_AnUpdateReachesTheGETStreamWhereverTheSubscriptionWasMade(t *testing.T) {
+	fleet := startFleet(t, 3)
+	c := connectThrough(t, fleet)
+	for round := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		heard := make(chan string, 16)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"res://a"}}, func(method string, params json.RawMessage) {
+				heard <- method
+			})
+		}()
+		select {
+		case m := <-heard:
+			if m != "notifications/subscriptions/acknowledged" {
+				t.Fatalf("first heard %s", m)
+			}
+		case <-time.After(waitLong):
+			t.Fatal("no acknowledgement")
+		}
+		// The servers share their changes (mcp.ServerOptions.Bus): each hears of the update.
+		// The subscription reaches the instance holding the GET stream on the bus, a moment
+		// after it was made: the update is made again until it is heard.
+		deadline := time.Now().Add(waitLong)
+	updating:
+		for {
+			for _, in := range fleet {
+				in.mcp.ResourceUpdated("res://a")
+			}
+			select {
+			case m := <-heard:
+				if m != "notifications/resources/updated" {
+					t.Fatalf("round %d: heard %s", round, m)
+				}
+				break updating
+			case <-time.After(250 * time.Millisecond):
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: the update never reached the GET stream", round)
+				}
+			}
+		}
+		select {
+		case m := <-heard:
+			t.Fatalf("round %d: heard %s again: only the instance holding the GET stream sends it", round, m)
+		case <-time.After(200 * time.Millisecond):
+		}
+		cancel()
+		<-done
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +33,9 @@ type session struct {
 	quitOnce  sync.Once
 	evictC    chan struct{} // closed by evict: answer, cancel, drain
 	evictOnce sync.Once
-	done      chan struct{}          // closed when the dispatcher and the actor have both stopped
-	fleet     *fleet                 // the fleet the session is shared with; nil: this process only
-	state     atomic.Pointer[string] // fleet: the protocol state the dispatcher has, as last seen
+	done      chan struct{} // closed when the dispatcher and the actor have both stopped
+	fleet     *fleet        // the fleet the session is shared with; nil: this process only
+	rev       atomic.Uint64 // fleet: the revision of the protocol state the dispatcher has (or has queued)
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	kept     int64        // fleet: lastUsed when the store's record was last kept alive (janitor's)
@@ -177,6 +178,7 @@ type sessionSpec struct {
 	events            EventStore // keeps the events of its SSE streams; nil: none
 	fleet             *fleet     // the fleet it is shared with; nil: this process only
 	restore           []byte     // fleet: its protocol's state, when it began elsewhere
+	rev               uint64     // and that state's revision
 }
 
 // startSession starts a session's dispatcher and actor under ctx. done is called when both
@@ -199,7 +201,7 @@ func startSession(ctx context.Context, rt *runtime.Server, p protocol, spec sess
 	s.touch()
 	ctx = runtime.WithSessionID(ctx, s.id)
 	if s.fleet != nil {
-		s.seen(spec.restore)
+		s.rev.Store(spec.rev)
 		ctx = runtime.WithSessionState(ctx, &runtime.SessionState{
 			Restore: spec.restore,
 			Save:    func(state []byte) error { return s.fleet.save(s, state) },
@@ -330,6 +332,10 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					delete(running, m.key)
 					forgetCalls(m.key)
 					kept.end(m.key, true)
+				case busState:
+					if rev, err := strconv.ParseUint(m.key, 10, 64); err == nil && in != nil && !closing && s.newer(rev) {
+						queue = append(queue, runtime.Inbound{Frame: m.frame, State: true})
+					}
 				case busEnded:
 					s.fleet.ended(s)
 				case busResume:
@@ -792,19 +798,26 @@ func (s *session) listenTo(stream string, rings chan string) bool {
 	return ok
 }
 
-// seen records the protocol state the session's dispatcher has (fleet).
-func (s *session) seen(state []byte) {
-	str := string(state)
-	s.state.Store(&str)
+// newer reports whether rev is newer than the state the dispatcher has, and if so records
+// that it has rev (fleet): a state that arrives late, behind a newer one, is never taken.
+func (s *session) newer(rev uint64) bool {
+	for {
+		cur := s.rev.Load()
+		if rev <= cur {
+			return false
+		}
+		if s.rev.CompareAndSwap(cur, rev) {
+			return true
+		}
+	}
 }
 
-// takeState hands the dispatcher state, when it differs from the one it has (fleet).
-func (s *session) takeState(state []byte) {
-	if p := s.state.Load(); p != nil && *p == string(state) {
-		return
+// takeState hands the dispatcher state, of revision rev, if it is newer than the one it has
+// (fleet).
+func (s *session) takeState(state []byte, rev uint64) {
+	if s.newer(rev) {
+		s.mailbox.Send(s.stopped, stateMsg{state: state})
 	}
-	s.seen(state)
-	s.mailbox.Send(s.stopped, stateMsg{state: state})
 }
 
 // replica starts a session that began on another instance of the fleet and puts it in the

@@ -330,12 +330,11 @@ func (ss *session) begin(version string, caps json.RawMessage) *legacySession {
 // savedSession is a legacy session's state as its transport keeps it (runtime.SessionState):
 // what initialize negotiated, and what the client has set since.
 type savedSession struct {
-	V           int             `json:"v"` // 1
-	Version     string          `json:"version"`
-	Caps        json.RawMessage `json:"caps"`
-	LogLevel    int             `json:"logLevel"`
-	Initialized bool            `json:"initialized,omitempty"`
-	Subs        []string        `json:"subs,omitempty"`
+	V        int             `json:"v"` // 1
+	Version  string          `json:"version"`
+	Caps     json.RawMessage `json:"caps"`
+	LogLevel int             `json:"logLevel"`
+	Subs     []string        `json:"subs,omitempty"`
 }
 
 // save hands the legacy state to the transport that keeps it, if any.
@@ -344,7 +343,7 @@ func (ss *session) save() error {
 		return nil
 	}
 	l := ss.legacy
-	st := savedSession{V: 1, Version: l.version, Caps: l.caps, LogLevel: l.logLevel, Initialized: l.initialized}
+	st := savedSession{V: 1, Version: l.version, Caps: l.caps, LogLevel: l.logLevel}
 	for uri := range l.subs {
 		st.Subs = append(st.Subs, uri)
 	}
@@ -363,7 +362,7 @@ func (ss *session) save() error {
 
 // apply takes what the client set, as another connection of the session saved it.
 func (l *legacySession) apply(st *savedSession) {
-	l.logLevel, l.initialized = st.LogLevel, st.Initialized
+	l.logLevel = st.LogLevel
 	clear(l.subs)
 	for _, uri := range st.Subs {
 		l.subs[uri] = true
@@ -416,11 +415,11 @@ func (ss *session) Close() {
 }
 
 func (ss *session) Notification(method string, params json.RawMessage) {
-	if method == "notifications/initialized" && ss.legacy != nil && !ss.legacy.initialized {
+	// Nothing of it is kept for a fleet's other instances (SessionState): it changes nothing
+	// they do, and a save racing the client's next request, made at once through another
+	// instance, could undo what that request set.
+	if method == "notifications/initialized" && ss.legacy != nil {
 		ss.legacy.initialized = true
-		if err := ss.save(); err != nil {
-			ss.peer.Logger().Warn("mcp: notifications/initialized could not be kept for the session's other instances", zap.Error(err))
-		}
 	}
 	// Other notifications (roots/list_changed, progress from the client) need nothing here.
 }
