@@ -21,13 +21,14 @@ import (
 	"github.com/relayrt/relay/mcp"
 )
 
-// Bridges that share a state key take each other's retries: each hands the key to its child
-// (examples/everything on stdio, which signs its own requestState) in $RELAY_STATE_KEY, so a
-// tool that asks, called through bridge A, completes when its retry goes through bridge B; a
-// bridge with another key refuses it. Three real relay bridge processes on 127.0.0.1, each
-// with a real child: A reads the key from a file (with a line end), B from the variable.
-func TestBridgesSharingAStateKeyTakeEachOthersRetries(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+// Bridges, and gateways, that share a state key take each other's retries: each hands the
+// key to its child (examples/everything on stdio, which signs its own requestState) in
+// $RELAY_STATE_KEY, so a tool that asks, called through instance A, completes when its
+// retry goes through instance B; an instance with another key refuses it. Three real relay
+// processes on 127.0.0.1 each time, each with a real child: A reads the key from a file
+// (with a line end), B from the variable, C has a key of its own.
+func TestInstancesSharingAStateKeyTakeEachOthersRetries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	everything := hosttest.Exe(filepath.Join(dir, "everything"))
@@ -38,32 +39,47 @@ func TestBridgesSharingAStateKeyTakeEachOthersRetries(t *testing.T) {
 	keyFile, otherFile := filepath.Join(dir, "key"), filepath.Join(dir, "other")
 	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
 	os.WriteFile(otherFile, []byte(strings.Repeat("another fleet's key, 32 bytes+ ", 2)), 0o600)
-	bridge := func(env []string, args ...string) string {
-		args = append(append([]string{"bridge", "--listen", "127.0.0.1:0", "--pool", "1"}, args...), "--", everything, "-watch", "0")
-		return startServing(ctx, t, env, args...)
-	}
-	a := bridge(nil, "--state-key-file", keyFile)
-	b := bridge([]string{"RELAY_STATE_KEY=" + key})
-	c := bridge(nil, "--state-key-file", otherFile)
+	config := filepath.Join(dir, "servers.json")
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"command": everything, "args": []string{"-watch", "0"}}}})
+	os.WriteFile(config, cfg, 0o600)
 
-	call := map[string]any{"name": "test_input_required_result_elicitation", "arguments": map[string]any{}}
-	first := postCall(ctx, t, a, 1, call)
-	var ir struct {
-		ResultType   string `json:"resultType"`
-		RequestState string `json:"requestState"`
-	}
-	if first.Error != nil || json.Unmarshal(first.Result, &ir) != nil || ir.ResultType != "input_required" || ir.RequestState == "" {
-		t.Fatalf("bridge A's first round: %s %v; want input_required with a requestState", first.Result, first.Error)
-	}
-	call["inputResponses"] = map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
-	call["requestState"] = ir.RequestState
+	for _, tc := range []struct {
+		program, tool string
+		args          []string
+	}{
+		{"bridge", "test_input_required_result_elicitation",
+			[]string{"--listen", "127.0.0.1:0", "--pool", "1", "--", everything, "-watch", "0"}},
+		{"gateway", "everything__test_input_required_result_elicitation",
+			[]string{"--listen", "127.0.0.1:0", "--config", config, "--reload-check", "0"}},
+	} {
+		t.Run(tc.program, func(t *testing.T) {
+			start := func(env []string, flags ...string) string {
+				return startServing(ctx, t, env, append(append([]string{tc.program}, flags...), tc.args...)...)
+			}
+			a := start(nil, "--state-key-file", keyFile)
+			b := start([]string{"RELAY_STATE_KEY=" + key})
+			c := start(nil, "--state-key-file", otherFile)
 
-	if res := postCall(ctx, t, b, 2, call); res.Error != nil || !strings.Contains(string(res.Result), "Hello, Ada!") {
-		t.Errorf("bridge B's answer to A's retry: %s %v; want a result greeting Ada", res.Result, res.Error)
-	}
-	res := postCall(ctx, t, c, 3, call)
-	if res.Error == nil || res.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(res.Error.Message, "requestState is not valid") {
-		t.Errorf("bridge C's answer to A's retry: %s %+v; want -32602, the requestState is not valid", res.Result, res.Error)
+			call := map[string]any{"name": tc.tool, "arguments": map[string]any{}}
+			first := postCall(ctx, t, a, 1, call)
+			var ir struct {
+				ResultType   string `json:"resultType"`
+				RequestState string `json:"requestState"`
+			}
+			if first.Error != nil || json.Unmarshal(first.Result, &ir) != nil || ir.ResultType != "input_required" || ir.RequestState == "" {
+				t.Fatalf("relay %s A's first round: %s %v; want input_required with a requestState", tc.program, first.Result, first.Error)
+			}
+			call["inputResponses"] = map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+			call["requestState"] = ir.RequestState
+
+			if res := postCall(ctx, t, b, 2, call); res.Error != nil || !strings.Contains(string(res.Result), "Hello, Ada!") {
+				t.Errorf("relay %s B's answer to A's retry: %s %v; want a result greeting Ada", tc.program, res.Result, res.Error)
+			}
+			res := postCall(ctx, t, c, 3, call)
+			if res.Error == nil || res.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(res.Error.Message, "requestState is not valid") {
+				t.Errorf("relay %s C's answer to A's retry: %s %+v; want -32602, the requestState is not valid", tc.program, res.Result, res.Error)
+			}
+		})
 	}
 }
 
