@@ -51,6 +51,13 @@ type Options struct {
 	// _meta.traceparent, records mcp.client.operation.duration, and makes a span for each
 	// restart and upgrade of a local upstream's child (see package telemetry).
 	Telemetry *telemetry.Telemetry
+	// StateKey signs the requestState of the input_required results the gateway makes for
+	// the questions of upstreams of the initialize generation (mcp.ServerOptions.StateKey):
+	// gateways that share it take each other's retries. At least 32 random bytes; nil, each
+	// gateway draws its own. An upstream of 2026-07-28 signs its own requestState, which the
+	// gateway passes on: its children need the key too (relay gateway hands them
+	// $RELAY_STATE_KEY).
+	StateKey []byte
 	// StateChanged, when set, is called after an upstream came up, went down or changed its
 	// lists (from the gateway's goroutines: it must return quickly). Status says the new
 	// state; a --listen gateway sets /readyz from Ready.
@@ -116,6 +123,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		// Servers come and go: a host that asked before the first one was up hears of it.
 		DeclareLists: true,
 		Cache:        g.cache,
+		StateKey:     g.opts.StateKey,
 	})
 	g.srv.SetCompletionHandler(g.complete)
 	g.srv.AddResource(&mcp.Resource{URI: StatusURI, Name: "relay-gateway-status", Title: "relay gateway: its servers",

@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/bridge"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/record"
 	relayrt "github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/telemetry"
@@ -45,6 +46,12 @@ without downtime, one at a time: each is started again beside the old one and br
 state (a session's initialize replayed); it then takes every new request, and the old one
 answers what it has in flight, within --drain. Sessions move to the new version at once,
 and never end for it. A child whose upgrade fails keeps serving.
+Behind a load balancer, give every instance the same key with --state-key-file PATH or
+$RELAY_STATE_KEY (not both): the bridge hands it to its children in $RELAY_STATE_KEY, and
+children that sign their input_required requestState with it (as Relay's examples do) take a
+retry that reaches another instance, at the child of the same index in its pool. A question
+of a child of the initialize generation waits in the instance that asked it: its retry must
+reach that instance.
 
 Flags:
 `
@@ -64,6 +71,7 @@ func runBridge(args []string) int {
 	authScopes := fs.String("auth-scopes", "", "comma-separated scopes every request's token must hold (403 insufficient_scope otherwise)")
 	authClient := fs.String("auth-introspection-client", "", "client id to introspect opaque tokens with (RFC 7662); its secret comes from $RELAY_AUTH_INTROSPECTION_SECRET")
 	watch := fs.String("watch", "", "upgrade every child without downtime when this file (the server's binary or script) changes")
+	stateKey := statekey.AddFlag(fs, "the bridge hands it to its children in $"+statekey.Env+": they sign the requestState it passes on")
 	flags := addChildFlags(fs)
 	rec := addRecordFlags(fs, "record the frames between the bridge and each child in this directory, a file per child (NDJSON, created 0600), for relay replay")
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +81,14 @@ func runBridge(args []string) int {
 		return 2
 	}
 	recOpts, err := rec.options()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 2
+	}
+	key, err := stateKey.Key()
+	if err == nil {
+		err = statekey.Export(key) // the children sign the requestState the bridge passes on
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,7 +16,8 @@ func TestBridgeHelpNamesTheSessionFlags(t *testing.T) {
 	}
 	usage := out + errOut
 	for _, want := range []string{"Usage: relay bridge [flags] -- CMD", "-max-sessions", "-spares", "-session-idle",
-		"-exit-on-give-up", "-pool", "a child process of its own", "-auth-issuer", "-auth-audience"} {
+		"-exit-on-give-up", "-pool", "a child process of its own", "-auth-issuer", "-auth-audience",
+		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay bridge --help does not mention %q:\n%s", want, usage)
 		}
@@ -27,6 +31,36 @@ func TestBridgeRefusesBadSessionFlags(t *testing.T) {
 		code, _, errOut := rtRunOnce(t, args...)
 		if code != 2 || !strings.Contains(errOut, "relay bridge: ") {
 			t.Errorf("relay bridge %v: exit %d, %q; want 2 and an error", flags, code, errOut)
+		}
+	}
+}
+
+// A state key that is too short, or given both by --state-key-file and $RELAY_STATE_KEY, is
+// refused before anything starts, with exit status 2 and an error that says what to do.
+func TestBridgeAndGatewayRefuseABadStateKey(t *testing.T) {
+	dir := t.TempDir()
+	short, good := filepath.Join(dir, "short"), filepath.Join(dir, "good")
+	os.WriteFile(short, []byte("sixteen-byte-key\n"), 0o600)
+	os.WriteFile(good, []byte(strings.Repeat("0123456789abcdef", 4)+"\n"), 0o600)
+	config := filepath.Join(dir, "servers.json")
+	os.WriteFile(config, []byte(`{"mcpServers": {"echo": {"command": "true"}}}`), 0o600)
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"bridge", "--listen", "127.0.0.1:0", "--state-key-file", short, "--", "true"}, "", "head -c 32 /dev/urandom"},
+		{[]string{"bridge", "--listen", "127.0.0.1:0", "--", "true"}, "too short", "head -c 32 /dev/urandom"},
+		{[]string{"bridge", "--listen", "127.0.0.1:0", "--state-key-file", good, "--", "true"}, strings.Repeat("k", 40), "one way"},
+		{[]string{"gateway", "--config", config, "--state-key-file", filepath.Join(dir, "none")}, "", "does not exist"},
+		{[]string{"gateway", "--config", config, "--state-key-file", good}, strings.Repeat("k", 40), "one way"},
+	} {
+		cmd := exec.Command(rtBin, tc.args...)
+		cmd.Env = append(os.Environ(), "RELAY_STATE_KEY="+tc.env)
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "relay "+tc.args[0]+": ") ||
+			!strings.Contains(string(out), tc.want) {
+			t.Errorf("relay %v with RELAY_STATE_KEY=%q: exit %d, %q; want 2 and an error saying %q", tc.args, tc.env, code, out, tc.want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/mcp/client"
 	relayrt "github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
@@ -69,6 +70,12 @@ turn on OpenTelemetry: a server span per request, a client span per request pass
 server (which gets its trace context in _meta.traceparent), and a span per restart and
 upgrade of a server's child. Not yet: an upstream's task notifications on listen streams.
 
+Behind a load balancer, give every instance the same key with --state-key-file PATH or
+$RELAY_STATE_KEY (not both), so that a 2026-07-28 host's retry of a call that asked for
+input (input_required) may reach any of them: the gateway signs with it the requestState of
+the questions it asks for servers of the initialize generation, and hands it to its local
+servers in $RELAY_STATE_KEY, for the requestState a server of 2026-07-28 signs itself.
+
 Flags:
 `
 
@@ -83,6 +90,7 @@ func runGateway(args []string) int {
 	status := fs.String("status", "", "print the state of each server of the relay gateway --listen serving at this URL (e.g. http://127.0.0.1:8080/mcp), and exit: 0 when all are up, 1 otherwise")
 	reloadEvery := fs.Duration("reload-check", 2*time.Second, "how often FILE is checked for a change, which reloads it as SIGHUP does (0: only SIGHUP)")
 	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
+	stateKey := statekey.AddFlag(fs, "the local servers get it in $"+statekey.Env+", so that those of 2026-07-28 sign theirs with it too")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -94,6 +102,14 @@ func runGateway(args []string) int {
 	}
 	if *config == "" || len(fs.Args()) > 0 {
 		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
+		return 2
+	}
+	key, err := stateKey.Key()
+	if err == nil {
+		err = statekey.Export(key) // for the children: a 2026-07-28 upstream signs its own requestState
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
 		return 2
 	}
 	data, err := os.ReadFile(*config)
@@ -122,7 +138,7 @@ func runGateway(args []string) int {
 	ops := httpx.NewOps(nil)
 	ops.SetReady(false)
 	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
-	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr, Telemetry: tel,
+	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr, Telemetry: tel, StateKey: key,
 		StateChanged: func() {
 			if g := ready.Load(); g != nil {
 				ops.SetReady(g.Ready())

@@ -13,7 +13,8 @@ func TestGatewayHelpAndMissingConfig(t *testing.T) {
 		t.Errorf("relay gateway --help exited %d, want 0", code)
 	}
 	usage := out + errOut
-	for _, want := range []string{"Usage: relay gateway --config FILE", "mcpServers", `"relay"`, "PREFIX__NAME", "-listen", "-separator", "Not yet"} {
+	for _, want := range []string{"Usage: relay gateway --config FILE", "mcpServers", `"relay"`, "PREFIX__NAME", "-listen", "-separator", "Not yet",
+		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay gateway --help does not mention %q:\n%s", want, usage)
 		}

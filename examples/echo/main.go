@@ -1,6 +1,10 @@
 // Command echo is a stdio MCP server with two tools, used by Relay's tests and benchmarks:
 // echo returns its text, and sleep waits (reporting progress when asked) until its time is up
 // or the request is cancelled.
+//
+// -state-key-file PATH, or $RELAY_STATE_KEY, gives the key that signs the requestState of
+// 2026-07-28 input_required results (at least 32 bytes; see package internal/statekey), the
+// same for every instance behind a load balancer (-http).
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	"time"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
@@ -29,7 +34,17 @@ type sleepArgs struct {
 }
 
 func main() {
-	s := mcp.NewServer(mcp.Implementation{Name: "relay-echo", Version: "1.0.0"}, nil)
+	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
+	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
+	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key")
+	flag.Parse()
+	key, err := stateKey.Key()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(2)
+	}
+	s := mcp.NewServer(mcp.Implementation{Name: "relay-echo", Version: "1.0.0"}, &mcp.ServerOptions{StateKey: key})
 	safe := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the text unchanged.", Annotations: safe},
@@ -53,10 +68,6 @@ func main() {
 			}
 		})
 
-	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
-	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
-	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {

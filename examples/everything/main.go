@@ -17,6 +17,13 @@
 // test_reconnection sleeps 300 ms and returns text: with -http and -poll-after shorter than
 // that, the server closes its event stream early, primed, and the client resumes it with
 // Last-Event-ID (the conformance scenario server-sse-polling).
+//
+// -state-key-file PATH, or $RELAY_STATE_KEY, gives the key that signs the requestState of
+// its input_required results (at least 32 bytes; see package internal/statekey): instances
+// behind a load balancer (-http) that share it take each other's retries.
+//
+// With -http it serves MCP on /mcp, and /healthz, /readyz and /metrics beside it for an
+// orchestrator (see examples/deploy/kubernetes).
 package main
 
 import (
@@ -30,7 +37,9 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,6 +50,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
@@ -74,9 +84,15 @@ func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	pollAfter := flag.Duration("poll-after", 0, "with -http: close a session request's event stream after this long without its answer; the client resumes it (SSE polling)")
+	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key; under relay bridge or relay gateway, the child reads the variable they hand it")
 	flag.Parse()
+	key, err := stateKey.Key()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "everything:", err)
+		os.Exit(2)
+	}
 
-	s := newServer()
+	s := newServerWith(key)
 	tel, err := telemetry.FromEnv(context.Background(), "relay-everything") // OpenTelemetry, when OTEL_* asks for it
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
@@ -101,14 +117,21 @@ func main() {
 	}
 }
 
-// serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully.
+// serveHTTP serves s on addr until SIGTERM or SIGINT, then shuts down gracefully: MCP on
+// /mcp, and /healthz, /readyz (503 once shutdown begins) and /metrics for an orchestrator's
+// probes and scrapes.
 func serveHTTP(s *mcp.Server, addr string, opts *httpx.MCPOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ops := httpx.NewOps(nil)
+	opts.Ops = ops
 	h := httpx.NewMCPHandler(s, opts)
 	defer h.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle("/", ops.Handler()) // /metrics, /healthz, /readyz
 	fmt.Fprintf(os.Stderr, "everything: serving MCP on http://%s/mcp\n", addr)
-	return httpx.ListenAndServe(ctx, addr, h, nil)
+	return httpx.ListenAndServe(ctx, addr, mux, &httpx.ServerOptions{Ops: ops, Drain: []io.Closer{h}})
 }
 
 // watch changes test://watched-resource every interval until ctx ends.
@@ -139,10 +162,14 @@ type elicitationArgs struct {
 	Message string `json:"message" jsonschema:"the message to show the user"`
 }
 
-// newServer builds the fixture server.
-func newServer() *mcp.Server {
+// newServer builds the fixture server, with a random key for its requestState.
+func newServer() *mcp.Server { return newServerWith(nil) }
+
+// newServerWith builds the fixture server, whose requestState key is stateKey (see
+// mcp.ServerOptions.StateKey; nil: a random one).
+func newServerWith(stateKey []byte) *mcp.Server {
 	s := mcp.NewServer(mcp.Implementation{Name: "relay-everything", Version: "1.0.0"},
-		&mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture."})
+		&mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture.", StateKey: stateKey})
 	addTools(s)
 	addDiagnostics(s)
 	addInputRequired(s)
