@@ -2,7 +2,12 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/relayrt/relay/httpx"
 	"github.com/relayrt/relay/internal/redistest"
 	"github.com/relayrt/relay/internal/storetest"
+	"github.com/relayrt/relay/mcp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -88,5 +94,87 @@ func TestEventStoreKeys(t *testing.T) {
 	}
 	if keys, _ := raw.Keys(ctx, "*").Result(); len(keys) != 0 {
 		t.Errorf("keys left after Forget: %q", keys)
+	}
+}
+
+func TestTaskStore(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.TaskStore(t, func(t *testing.T, o storetest.TaskOptions) storetest.Tasks {
+		st := open(t, srv, fleet.Options{}).TaskStore(&fleet.TaskStoreOptions{
+			MaxTasks: o.MaxTasks, MaxPerPrincipal: o.MaxPerPrincipal, MaxBytes: o.MaxBytes, Now: o.Now})
+		return storetest.Tasks{Store: st, Len: func() int {
+			n, err := st.Len(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}}
+	})
+}
+
+// TestTaskStoreSharedByInstances: two instances of a fleet see one store: a task made
+// through one is read and updated through the other, concurrent updates through both lose
+// nothing, and the bounds are the fleet's, not each instance's.
+func TestTaskStoreSharedByInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	opts := fleet.Options{Prefix: "shared:"}
+	clock := storetest.NewClock()
+	bounds := &fleet.TaskStoreOptions{MaxTasks: 3, Now: clock.Now}
+	a, b := open(t, srv, opts).TaskStore(bounds), open(t, srv, opts).TaskStore(bounds)
+	if err := a.Create(ctx, &mcp.TaskRecord{ID: "t", Principal: "p", Status: mcp.TaskWorking, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Update(ctx, "p", "t", func(r *mcp.TaskRecord) bool {
+		r.Answers = map[string]json.RawMessage{}
+		return true
+	}); err != nil {
+		t.Fatalf("updating through the other instance: %v", err)
+	}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		wg.Go(func() {
+			if _, err := st.Update(ctx, "p", "t", func(r *mcp.TaskRecord) bool {
+				r.Answers[strconv.Itoa(i)] = json.RawMessage(`true`)
+				return true
+			}); err != nil {
+				t.Errorf("update %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, err := a.Get(ctx, "p", "t"); err != nil || len(got.Answers) != 40 {
+		t.Errorf("after 40 updates through two instances: %v answers, %v", len(got.Answers), err)
+	}
+	b.Create(ctx, &mcp.TaskRecord{ID: "u", Principal: "p", TTL: time.Minute})
+	a.Create(ctx, &mcp.TaskRecord{ID: "v", Principal: "q", TTL: time.Minute})
+	if err := b.Create(ctx, &mcp.TaskRecord{ID: "w", Principal: "q", TTL: time.Minute}); !errors.Is(err, mcp.ErrTaskLimit) {
+		t.Errorf("a fourth task in a fleet bounded to 3: %v, want ErrTaskLimit", err)
+	}
+	// Once every task has expired and been swept, the store's bookkeeping is empty again.
+	clock.Advance(time.Minute)
+	if err := b.Create(ctx, &mcp.TaskRecord{ID: "x", Principal: "q", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer raw.Close()
+	keys, _ := raw.Keys(ctx, "shared:*").Result()
+	slices.Sort(keys)
+	want := []string{"shared:task:x", "shared:tasks:bytes", "shared:tasks:counts", "shared:tasks:expiries", "shared:tasks:meta"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys after the sweep: %q, want %q", keys, want)
+	}
+	if n := raw.Get(ctx, "shared:tasks:bytes").Val(); n != "0" {
+		t.Errorf("bytes counted after the sweep: %s, want 0 (x has none)", n)
+	}
+	if counts := raw.HGetAll(ctx, "shared:tasks:counts").Val(); len(counts) != 1 || counts["q"] != "1" {
+		t.Errorf("counts after the sweep: %v, want q's one task", counts)
+	}
+	if ttl := raw.PTTL(ctx, "shared:task:x").Val(); ttl <= time.Minute || ttl > 2*time.Minute {
+		t.Errorf("a task with a TTL of a minute expires from Redis in %v, want a minute past it", ttl)
 	}
 }
