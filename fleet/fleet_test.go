@@ -178,3 +178,11 @@ func TestTaskStoreSharedByInstances(t *testing.T) {
 		t.Errorf("a task with a TTL of a minute expires from Redis in %v, want a minute past it", ttl)
 	}
 }
+
+func TestBus(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.Bus(t, func(t *testing.T) (mcp.Bus, mcp.Bus) {
+		opts := fleet.Options{Prefix: "test:" + strings.ReplaceAll(t.Name(), "/", ":") + ":"}
+		return open(t, srv, opts).Bus(), open(t, srv, opts).Bus()
+	})
+}
