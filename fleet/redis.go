@@ -112,6 +112,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Redis, error) {
 	ro.DialerRetries = 1
 	ro.DisableIdentity = true // CLIENT SETINFO: not needed, and older servers refuse it
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	quietClient.Do(func() { redis.SetLogger(quiet{}) })
 	r.client = redis.NewClient(ro)
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.client.Close()
@@ -165,6 +166,15 @@ func retryableReply(msg string) bool {
 	}
 	return false
 }
+
+// quietClient silences the client's own log (process-wide, as the client allows no other
+// way): every failure reaches the caller as an error already, and the log would say each
+// again, on stderr, which a stdio server's host reads.
+var quietClient sync.Once
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // redactURL hides the password of a URL in an error message.
 func redactURL(raw string) string {
