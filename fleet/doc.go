@@ -10,4 +10,13 @@
 //
 // The tests run against a real redis-server (internal/redistest); the stores pass the same
 // suites as the memory ones (internal/storetest).
+//
+// What a call costs, with Redis 7.0 on loopback of a 2-core machine shared with other work
+// (go test -run '^$' -bench . -benchmem ./fleet): the round trip dominates, one per call
+// but Update's two.
+//
+//	BenchmarkEventStoreAppend-2    14887    77533 ns/op    2082 B/op     46 allocs/op
+//	BenchmarkEventStoreAfter-2      3873   340899 ns/op   80371 B/op   1016 allocs/op (100 events)
+//	BenchmarkTaskStoreUpdate-2      9594   124699 ns/op    4103 B/op     82 allocs/op
+//	BenchmarkBusPublish-2          15123    73257 ns/op     583 B/op     18 allocs/op
 package fleet
