@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -197,4 +198,50 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 		t.Errorf("Publish after Close: %v, want an error that is not worth a retry", err)
 	}
 	r.Close() // twice is harmless
+}
+
+// TestTLS: over rediss://, with Redis's CA given, the stores and the bus work; without it,
+// Open says the certificate is not trusted, which no retry mends; and a redis:// URL on a
+// TLS port, or Options.TLS with a redis:// URL, are refused clearly.
+func TestTLS(t *testing.T) {
+	srv := redistest.StartTLS(t)
+	ctx := context.Background()
+	opts := fleet.Options{Prefix: "tls:", TLS: &tls.Config{RootCAs: srv.CA}}
+	a, b := open(t, srv, opts), open(t, srv, opts)
+	if err := a.EventStore().Append(ctx, "s", "p1", 1, []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	if frames, ok, err := b.EventStore().After(ctx, "s", "p1", 0); err != nil || !ok || len(frames) != 1 {
+		t.Errorf("over TLS: After = %q %v %v", frames, ok, err)
+	}
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := b.Bus().Subscribe(subCtx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Bus().Publish(ctx, "t", []byte("over TLS")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-ch:
+		if string(msg) != "over TLS" {
+			t.Errorf("got %q", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("nothing received over TLS")
+	}
+
+	_, err = fleet.Open(ctx, srv.URL, &fleet.Options{Timeout: time.Second})
+	if err == nil || errors.Is(err, fleet.ErrUnavailable) || !strings.Contains(err.Error(), "Options.TLS") {
+		t.Errorf("Open without Redis's CA: %v; want a certificate error saying to give the CA", err)
+	}
+	plain := "redis://" + srv.Addr
+	_, err = fleet.Open(ctx, plain, &fleet.Options{Timeout: 300 * time.Millisecond})
+	if err == nil {
+		t.Error("a redis:// URL on a TLS port connected")
+	}
+	if _, err := fleet.Open(ctx, plain, &opts); err == nil || !strings.Contains(err.Error(), "rediss://") {
+		t.Errorf("Options.TLS with a redis:// URL: %v", err)
+	}
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -55,6 +56,10 @@ type Options struct {
 	// (default 2 s), so that a call fails with ErrUnavailable rather than hang when Redis
 	// does not answer.
 	Timeout time.Duration
+	// TLS configures the connection of a rediss:// URL: the roots that verify Redis's
+	// certificate (a private CA) and a client certificate, if Redis asks for one. Default:
+	// the system's roots, and the URL's host as the server's name. Only for rediss://.
+	TLS *tls.Config
 	// BusBuffer is how many messages a Bus subscription holds for a subscriber that has not
 	// read them yet (default 256); past it, messages are dropped for that subscriber.
 	BusBuffer int
@@ -104,6 +109,19 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Redis, error) {
 	if r.opts.BusBuffer <= 0 {
 		r.opts.BusBuffer = DefaultBusBuffer
 	}
+	if r.opts.TLS != nil {
+		if ro.TLSConfig == nil {
+			return nil, fmt.Errorf("fleet: Options.TLS is given but the Redis URL %q is not rediss://; write rediss:// to use TLS", redactURL(rawURL))
+		}
+		c := r.opts.TLS.Clone()
+		if c.ServerName == "" {
+			c.ServerName = ro.TLSConfig.ServerName
+		}
+		if c.MinVersion == 0 {
+			c.MinVersion = tls.VersionTLS12
+		}
+		ro.TLSConfig = c
+	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = r.opts.Timeout, r.opts.Timeout, r.opts.Timeout
 	ro.ContextTimeoutEnabled = true
 	// No retries inside the client: a script or XADD retried after a timeout may have run
@@ -149,6 +167,14 @@ func (r *Redis) wrap(ctx context.Context, op string, err error) error {
 	}
 	if errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("fleet: %s: the Redis connection was closed (Close); open another", op)
+	}
+	var untrusted *tls.CertificateVerificationError
+	if errors.As(err, &untrusted) {
+		return fmt.Errorf("fleet: %s: Redis's certificate is not trusted (%w); give its CA's roots in Options.TLS", op, err)
+	}
+	var notTLS tls.RecordHeaderError
+	if errors.As(err, &notTLS) {
+		return fmt.Errorf("fleet: %s: Redis did not answer in TLS (%w); is the URL's port its TLS port?", op, err)
 	}
 	var re redis.Error
 	if errors.As(err, &re) && !retryableReply(re.Error()) {

@@ -1,11 +1,20 @@
 // Package redistest starts a real redis-server for a test: on a free port of 127.0.0.1, with
-// nothing persisted, stopped when the test ends, and stoppable and restartable on the same
-// port so that a test can watch its client lose Redis and get it back.
+// nothing persisted, in plain TCP or TLS, stopped when the test ends, and stoppable and
+// restartable on the same port so that a test can watch its client lose Redis and get it
+// back.
 package redistest
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -28,11 +37,16 @@ type Server struct {
 	URL string
 	// Addr is its host:port.
 	Addr string
+	// CA is, for a server StartTLS started, the pool holding the certificate authority
+	// that signed its certificate, for a client to trust; nil otherwise.
+	CA *x509.CertPool
 
 	tb   testing.TB
 	bin  string
 	dir  string
 	port int
+	tls  *tls.Config // for PING, when the server speaks only TLS
+	args []string    // the TLS arguments, when it does
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // nil while stopped
@@ -45,6 +59,19 @@ type Server struct {
 // installed, unless RELAY_REQUIRE_REDIS=1, when it fails it.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return start(tb, false)
+}
+
+// StartTLS is Start for a server that speaks only TLS, with a certificate for 127.0.0.1
+// signed by a certificate authority made for the test (Server.CA); its URL is rediss://.
+// Clients need no certificate of their own.
+func StartTLS(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, useTLS bool) *Server {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
@@ -54,6 +81,9 @@ func Start(tb testing.TB) *Server {
 	}
 	s := &Server{tb: tb, bin: bin, dir: tb.TempDir()}
 	tb.Cleanup(s.Stop)
+	if useTLS {
+		s.makeCertificates()
+	}
 	// A free port may be taken by another process between our probe and the server's bind:
 	// try a few.
 	for attempt := 0; ; attempt++ {
@@ -68,6 +98,9 @@ func Start(tb testing.TB) *Server {
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	s.URL = "redis://" + s.Addr
+	if useTLS {
+		s.URL = "rediss://" + s.Addr
+	}
 	return s
 }
 
@@ -111,9 +144,12 @@ func (s *Server) start() error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no")
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		port = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}, s.args...)
+	}
+	cmd := exec.Command(s.bin, append(port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir, "--daemonize", "no")...)
 	cmd.Stdout, cmd.Stderr = log, log // files: exec starts no goroutine to copy them
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
@@ -124,7 +160,7 @@ func (s *Server) start() error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(s.port) == nil {
+		if ping(s.port, s.tls) == nil {
 			s.cmd, s.exited = cmd, exited
 			return nil
 		}
@@ -144,8 +180,15 @@ func (s *Server) start() error {
 	}
 }
 
-func ping(port int) error {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+func ping(port int, config *tls.Config) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var c net.Conn
+	var err error
+	if config != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, config)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,6 +205,55 @@ func ping(port int) error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
+}
+
+// makeCertificates writes a certificate authority and a server certificate for 127.0.0.1
+// signed by it into the server's directory.
+func (s *Server) makeCertificates() {
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			s.tb.Fatal(err)
+		}
+		return k
+	}
+	caKey, serverKey := key(), key()
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redistest CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	server := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	serverDER, err := x509.CreateCertificate(rand.Reader, server, caCert, &serverKey.PublicKey, caKey)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	serverKeyDER, err := x509.MarshalECPrivateKey(serverKey)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	write := func(name, kind string, der []byte) string {
+		path := filepath.Join(s.dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			s.tb.Fatal(err)
+		}
+		return path
+	}
+	s.args = []string{
+		"--tls-cert-file", write("server.pem", "CERTIFICATE", serverDER),
+		"--tls-key-file", write("server-key.pem", "EC PRIVATE KEY", serverKeyDER),
+		"--tls-ca-cert-file", write("ca.pem", "CERTIFICATE", caDER),
+		"--tls-auth-clients", "no",
+	}
+	s.CA = x509.NewCertPool()
+	s.CA.AddCert(caCert)
+	s.tls = &tls.Config{RootCAs: s.CA, MinVersion: tls.VersionTLS12}
 }
 
 func freePort(tb testing.TB) int {

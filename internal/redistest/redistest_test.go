@@ -1,7 +1,10 @@
 package redistest_test
 
 import (
+	"crypto/tls"
+	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -36,5 +39,32 @@ func TestStopAndRestart(t *testing.T) {
 	s.Restart()
 	if !answers() {
 		t.Fatal("a restarted server does not answer PING")
+	}
+}
+
+// TestTLS: a TLS server answers a client that trusts its CA, and only over TLS.
+func TestTLS(t *testing.T) {
+	s := redistest.StartTLS(t)
+	if !strings.HasPrefix(s.URL, "rediss://") || s.CA == nil {
+		t.Fatalf("URL %q, CA %v", s.URL, s.CA)
+	}
+	c, err := tls.Dial("tcp", s.Addr, &tls.Config{RootCAs: s.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("PING\r\n"))
+	buf := make([]byte, 7)
+	if n, _ := io.ReadFull(c, buf); string(buf[:n]) != "+PONG\r\n" {
+		t.Errorf("PING over TLS: %q", buf[:n])
+	}
+	if _, err := tls.Dial("tcp", s.Addr, &tls.Config{}); err == nil {
+		t.Error("a client that does not trust the CA connected")
+	}
+	s.Restart()
+	if c, err := tls.Dial("tcp", s.Addr, &tls.Config{RootCAs: s.CA}); err != nil {
+		t.Errorf("after Restart: %v", err)
+	} else {
+		c.Close()
 	}
 }
