@@ -8,6 +8,17 @@
 // again once it is back: the client reconnects by itself. A Bus subscription does not
 // survive the loss: its channel closes, and the subscriber subscribes again.
 //
+// The fleet needs one Redis (tested with 7.0), standalone or a primary behind a fixed
+// address; Redis Cluster is not supported, since the task store's scripts touch keys
+// they are not given. What is kept is disposable: a Redis that restarts empty loses the
+// events (clients cannot resume, and open new streams) and the tasks (tasks/get answers
+// that they are not found). Redis's maxmemory is the fleet's bound in bytes, with a policy
+// of noeviction or volatile-*: the task store's bookkeeping keys have no expiry and must not
+// be evicted.
+//
+// The task store's clock is each instance's own: the instances' clocks must agree to well
+// within the tasks' TTLs, as NTP keeps them.
+//
 // The tests run against a real redis-server (internal/redistest); the stores pass the same
 // suites as the memory ones (internal/storetest).
 //

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,6 +14,11 @@ import (
 // session's SSE stream. Each stream is a Redis stream of at most Options.StreamEvents
 // events, let go Options.EventAge after its last one; a set per session names its streams,
 // so that Forget deletes them.
+//
+// Its bounds differ from the memory store's, which are across all sessions: each stream is
+// bounded on its own, in events and in age since its last event (not each event's), and
+// nothing bounds it in bytes but Redis's maxmemory. The suite both pass (internal/storetest)
+// holds them to the same order, gaps and Forget.
 type EventStore struct{ r *Redis }
 
 var _ httpx.EventStore = (*EventStore)(nil)
@@ -41,7 +47,7 @@ func (s *EventStore) sessionKey(session string) string {
 func (s *EventStore) Append(ctx context.Context, session, stream string, seq uint64, frame []byte) error {
 	key, set := s.streamKey(session, stream), s.sessionKey(session)
 	age := s.r.opts.EventAge
-	_, err := s.r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := s.r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: int64(s.r.opts.StreamEvents),
 			Values: []any{"s", seq, "f", frame}})
 		p.PExpire(ctx, key, age)
@@ -49,6 +55,15 @@ func (s *EventStore) Append(ctx context.Context, session, stream string, seq uin
 		p.PExpire(ctx, set, age)
 		return nil
 	})
+	if err != nil && strings.HasPrefix(err.Error(), "EXECABORT") {
+		// Redis refused the transaction for a command's error (OOM, say): that one says why.
+		for _, c := range cmds {
+			if c.Err() != nil && !strings.HasPrefix(c.Err().Error(), "EXECABORT") {
+				err = c.Err()
+				break
+			}
+		}
+	}
 	return s.r.wrap(ctx, "appending an SSE event", err)
 }
 

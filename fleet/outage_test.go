@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/relayrt/relay/fleet"
 	"github.com/relayrt/relay/internal/redistest"
 	"github.com/relayrt/relay/mcp"
@@ -243,5 +245,30 @@ func TestTLS(t *testing.T) {
 	}
 	if _, err := fleet.Open(ctx, plain, &opts); err == nil || !strings.Contains(err.Error(), "rediss://") {
 		t.Errorf("Options.TLS with a redis:// URL: %v", err)
+	}
+}
+
+// TestRedisFull: a Redis at its maxmemory refuses writes; the error wraps ErrUnavailable
+// (what the fleet keeps expires, so a retry may succeed) and names the cause.
+func TestRedisFull(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	r := open(t, srv, fleet.Options{})
+	raw := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer raw.Close()
+	if err := raw.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := r.EventStore().Append(ctx, "s", "p1", 1, []byte("e"))
+	if !errors.Is(err, fleet.ErrUnavailable) || !strings.Contains(err.Error(), "OOM") {
+		t.Errorf("Append to a full Redis: %v, want ErrUnavailable naming OOM", err)
+	}
+	err = r.TaskStore(nil).Create(ctx, &mcp.TaskRecord{ID: "t", TTL: time.Minute})
+	if !errors.Is(err, fleet.ErrUnavailable) || !strings.Contains(err.Error(), "OOM") {
+		t.Errorf("Create in a full Redis: %v, want ErrUnavailable naming OOM", err)
+	}
+	raw.ConfigSet(ctx, "maxmemory", "0")
+	if err := r.EventStore().Append(ctx, "s", "p1", 1, []byte("e")); err != nil {
+		t.Errorf("once Redis has room: %v", err)
 	}
 }

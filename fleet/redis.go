@@ -183,9 +183,10 @@ func (r *Redis) wrap(ctx context.Context, op string, err error) error {
 	return &unavailable{op: op, cause: err}
 }
 
-// retryableReply reports whether an error reply is Redis saying "not now" rather than "no".
+// retryableReply reports whether an error reply is Redis saying "not now" rather than "no":
+// OOM among them, since what the fleet keeps expires and makes room.
 func retryableReply(msg string) bool {
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS"} {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "READONLY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "OOM"} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}
