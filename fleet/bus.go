@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,16 +17,18 @@ import (
 //
 // Each subscription has a connection of its own and one goroutine that reads it, hands
 // messages to the channel without waiting (dropping them for a subscriber whose buffer is
-// full), and checks the connection with a PING when it has been quiet for busHealth.
+// full), and checks the connection with a PING when it has been quiet for five times
+// Options.Timeout (10 s by default).
 // Subscriptions are meant to be few per instance (one per kind of change, fanned out in the
 // process), not one per client.
 type Bus struct{ r *Redis }
 
 var _ mcp.Bus = (*Bus)(nil)
 
-// busHealth is how long a subscription's connection may be quiet before it is checked with
-// a PING; a PING unanswered as long again means the subscription is lost.
-const busHealth = 15 * time.Second
+// busHealth is how many Options.Timeout a subscription's connection may be quiet before it
+// is checked with a PING; a PING unanswered as long again means the subscription is lost (a
+// Redis that hangs, or a network that drops the connection without a word).
+const busHealth = 5
 
 // Bus returns the fleet's bus.
 func (r *Redis) Bus() *Bus { return &Bus{r} }
@@ -90,7 +91,7 @@ func (b *Bus) read(ctx context.Context, ps *redis.PubSub, out chan<- []byte) {
 	defer stop()
 	pinged := false
 	for {
-		msg, err := ps.ReceiveTimeout(context.Background(), busHealth)
+		msg, err := ps.ReceiveTimeout(context.Background(), busHealth*b.r.opts.Timeout)
 		var ne net.Error
 		switch {
 		case err == nil:

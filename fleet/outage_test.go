@@ -272,3 +272,58 @@ func TestRedisFull(t *testing.T) {
 		t.Errorf("once Redis has room: %v", err)
 	}
 }
+
+// TestRedisHangs: a Redis that stops answering without closing its connections (a hung
+// process) fails calls within the bound rather than hanging them, and a subscription whose
+// PING goes unanswered is closed; once Redis goes on, everything works again.
+func TestRedisHangs(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	const timeout = 200 * time.Millisecond
+	r := open(t, srv, fleet.Options{Timeout: timeout})
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, err := r.Bus().Subscribe(subCtx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	paused := time.Now()
+	start := time.Now()
+	err = r.EventStore().Append(ctx, "s", "p1", 1, []byte("e"))
+	unavailableWithin(t, "Append to a hung Redis", err, time.Since(start), 4*timeout)
+	start = time.Now()
+	_, err = r.TaskStore(nil).Get(ctx, "", "t")
+	unavailableWithin(t, "Get from a hung Redis", err, time.Since(start), 4*timeout)
+	select {
+	case _, ok := <-sub:
+		if ok {
+			t.Error("a message from a hung Redis")
+		}
+		// Quiet for 5 timeouts, then a PING unanswered for 5 more.
+		if took := time.Since(paused); took < 5*timeout {
+			t.Errorf("the subscription was given up after %v, before its PING", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a subscription to a hung Redis is still open after 10 s")
+	}
+	srv.Resume()
+	if err := r.EventStore().Append(ctx, "s", "p1", 1, []byte("e")); err != nil {
+		t.Errorf("Append once Redis goes on: %v", err)
+	}
+	again, err := r.Bus().Subscribe(subCtx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Bus().Publish(ctx, "t", []byte("back")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-again:
+		if string(msg) != "back" {
+			t.Errorf("got %q", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the new subscription heard nothing")
+	}
+}

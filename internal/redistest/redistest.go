@@ -112,7 +112,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Process.Kill() // a paused process dies of SIGKILL too
 	<-s.exited
 	s.cmd, s.exited = nil, nil
 }
