@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 
@@ -128,6 +129,14 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		}
 		if req.Method == "resources/subscribe" {
 			l.subs[uri] = true
+			if s.bus != nil {
+				// Answered once the fleet's other instances' updates are heard too, as a
+				// listen is acknowledged; waited for on the handler's goroutine, not here.
+				return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+					s.awaitBus(ctx)
+					return json.RawMessage("{}"), nil
+				}}
+			}
 		} else {
 			delete(l.subs, uri)
 		}
@@ -262,6 +271,9 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 		subs: map[string]bool{},
 	}
 	ss.legacy = l
+	if s := ss.s; s.bus != nil {
+		s.bus.start() // its lists' changes on other instances are told unasked: hear them
+	}
 	go ss.forward(l)
 	s := ss.s
 	return runtime.Route{Result: initializeResult{
@@ -300,12 +312,38 @@ func (ss *session) forward(l *legacySession) {
 					return
 				}
 				continue
+			case busResumed:
+				if ss.tellAgain(l) != nil {
+					return
+				}
+				continue
 			}
 			if method != "" && ss.peer.Notify(method, params) != nil {
 				return
 			}
 		}
 	}
+}
+
+// tellAgain tells a legacy client that everything it hears of may have changed: the
+// Server's Bus subscription is in force again after it was lost, and other instances'
+// changes made meanwhile were missed. It is told that each list the server says it tells
+// of (listChanged) changed, and that each resource it subscribed to was updated: one
+// notification too many is harmless, one missing is not.
+func (ss *session) tellAgain(l *legacySession) error {
+	caps := ss.s.capabilities()
+	for _, list := range []string{"tools", "prompts", "resources"} {
+		if _, ok := caps[list]; ok {
+			if err := ss.peer.Notify("notifications/"+list+"/list_changed", nil); err != nil {
+				return err
+			}
+		}
+	}
+	return ss.peer.Run(func(notify func(string, any) error) {
+		for uri := range l.subs { // read where Route writes it
+			notify("notifications/resources/updated", map[string]string{"uri": uri})
+		}
+	})
 }
 
 // Close stops the forwarder; the runtime calls it when the connection stops.

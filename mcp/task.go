@@ -186,8 +186,9 @@ var (
 )
 
 // Close stops every task still running, marking each failed, and waits for their
-// goroutines. Tasks are not started after Close. Call it once the transports serving the
-// server have stopped.
+// goroutines; then it stops the goroutines of the Server's Bus, giving the changes not yet
+// published (the tasks' ends among them) a moment to be. Tasks are not started after Close.
+// Call it once the transports serving the server have stopped.
 func (s *Server) Close() {
 	t := &s.tasks
 	t.mu.Lock()
@@ -197,6 +198,9 @@ func (s *Server) Close() {
 	}
 	t.mu.Unlock()
 	t.wg.Wait()
+	if s.bus != nil {
+		s.bus.close()
+	}
 }
 
 func (s *Server) taskStore() TaskStore { return s.opts.TaskStore }
@@ -409,7 +413,7 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 // taskChanged tells the listens that follow a task (notifications/tasks) that it changed.
 // Like every server-wide change, it is dropped for a listen too far behind: clients that
 // must not miss an end poll tasks/get too.
-func (s *Server) taskChanged(id string) { s.hub.publish(change{kind: taskChanged, uri: id}) }
+func (s *Server) taskChanged(id string) { s.changed(change{kind: taskChanged, uri: id}) }
 
 // taskView is a task as the wire shows it (Task, and DetailedTask's members).
 type taskView struct {
