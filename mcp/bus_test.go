@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ type instance struct {
 	srv     *mcp.Server
 	url     string
 	release chan struct{} // closed: the wait tool's tasks finish
+	stopped chan struct{} // closed when the block tool's task has stopped
 }
 
 type instanceOpts struct {
@@ -46,7 +48,7 @@ func newInstance(t *testing.T, bus mcp.Bus, o instanceOpts) *instance {
 	}
 	srv := mcp.NewServer(mcp.Implementation{Name: "fleet", Version: "1"}, &mcp.ServerOptions{
 		Bus: bus, TaskStore: o.store, Logger: o.log, TaskPollInterval: 20 * time.Millisecond})
-	in := &instance{srv: srv, release: make(chan struct{})}
+	in := &instance{srv: srv, release: make(chan struct{}), stopped: make(chan struct{})}
 	srv.AddResource(&mcp.Resource{URI: "test://doc", Name: "doc"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.URI, Text: "doc"}}}, nil
@@ -73,6 +75,21 @@ func newInstance(t *testing.T, bus mcp.Bus, o instanceOpts) *instance {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		}, mcp.AsTask(mcp.TaskOptional))
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask", Description: "Ask the user's name, as a task."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args struct{}) (*mcp.CallToolResult, error) {
+			who, err := req.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return nil, err
+			}
+			return mcp.TextResult(fmt.Sprint("hello ", who.Content["name"])), nil
+		}, mcp.AsTask(mcp.TaskOptional))
+	mcp.AddTool(srv, &mcp.Tool{Name: "block", Description: "Run until cancelled, as a task."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args struct{}) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			close(in.stopped)
+			return nil, ctx.Err()
 		}, mcp.AsTask(mcp.TaskOptional))
 	h := httpx.NewMCPHandler(srv, &httpx.MCPOptions{Logger: zap.NewNop()})
 	hs := httptest.NewServer(h) // 127.0.0.1, an ephemeral port
@@ -294,6 +311,54 @@ func TestBus_ListenOnOneInstanceHearsATaskFinishOnAnother(t *testing.T) {
 	}
 	if json.Unmarshal(n.params, &p); len(p.Result.Content) != 1 || p.Result.Content[0].Text != "waited" {
 		t.Fatalf("the task told without its result: %s", n.params)
+	}
+}
+
+// Tasks over a fleet, behind a load balancer: the task runs on B, and the client's
+// tasks/update (its answer to the task's question) and tasks/cancel reach A. A writes them to
+// the shared store, and B, told through the bus, runs the tool again with the answer, or stops
+// it (io.modelcontextprotocol/tasks: tasks/update, tasks/cancel).
+func TestBus_ATaskRunningOnOneInstanceIsAnsweredAndCancelledThroughAnother(t *testing.T) {
+	bus, store := mcp.NewMemoryBus(), mcp.NewMemoryTaskStore(nil)
+	a, b := newInstance(t, bus, instanceOpts{store: store}), newInstance(t, bus, instanceOpts{store: store})
+	// One client's two connections, as a load balancer would spread its requests.
+	answer := mcpclient.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	})
+	ca, cb := dial(t, a, answer), dial(t, b, answer)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	asked, err := cb.StartTool(ctx, "ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, err := ca.GetTask(ctx, asked.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := onA.Wait(ctx) // answers through A, and polls A
+	if err != nil {
+		t.Fatalf("waiting on A for the task B runs: %v", err)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello Ada" {
+		t.Fatalf("result %+v, want hello Ada", res.Content)
+	}
+
+	blocked, err := cb.StartTool(ctx, "block", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, err = ca.GetTask(ctx, blocked.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := onA.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.stopped:
+	case <-ctx.Done():
+		t.Fatal("the task cancelled through A still runs on B")
 	}
 }
 

@@ -102,12 +102,13 @@ const (
 // that delivers the other instances' changes to this one's hub and subscribes again when the
 // bus loses the subscription. Both stop at Server.Close.
 //
-// The subscription is made at the first listener rather than with the Server: NewServer
-// takes no context and returns no error, so it must not wait for a network; and an instance
-// nobody listens to (one that only serves calls, a test's) subscribes to nothing, which on a
-// bus that sends every message to every subscriber saves it all of the fleet's traffic. Once
-// made, it is kept until Close: listeners come and go, and each would otherwise wait for a
-// subscription again.
+// The subscription is made at the first listener, or the first task this instance runs
+// (another instance may take the task's tasks/update or tasks/cancel), rather than with the
+// Server: NewServer takes no context and returns no error, so it must not wait for a
+// network; and an instance nobody listens to (one that only serves calls, a test's)
+// subscribes to nothing, which on a bus that sends every message to every subscriber saves
+// it all of the fleet's traffic. Once made, it is kept until Close: listeners come and go,
+// and each would otherwise wait for a subscription again.
 type busLink struct {
 	bus   Bus
 	topic string
@@ -115,6 +116,9 @@ type busLink struct {
 	hub   *hub
 	log   *zap.Logger
 	rate  *ratelog.Limiter // what the bus or another instance causes, bounded
+	// elsewhere is told of each task another instance changed, after the hub: the task may
+	// run here (Server.taskChangedElsewhere).
+	elsewhere func(taskID string)
 
 	mu         sync.Mutex
 	closed     bool
@@ -126,9 +130,9 @@ type busLink struct {
 	stopPub    context.CancelFunc
 }
 
-func newBusLink(bus Bus, topic string, h *hub, log *zap.Logger) *busLink {
+func newBusLink(bus Bus, topic string, h *hub, log *zap.Logger, elsewhere func(taskID string)) *busLink {
 	l := &busLink{bus: bus, topic: topic, hub: h, log: log, rate: ratelog.New(log, &ratelog.Options{MaxBytes: busLogMaxLen}),
-		settled: make(chan struct{})}
+		elsewhere: elsewhere, settled: make(chan struct{})}
 	close(l.settled)
 	if _, err := rand.Read(l.id[:]); err != nil {
 		panic("mcp: no randomness for the Server's instance id: " + err.Error())
@@ -286,6 +290,9 @@ func (l *busLink) deliver(ch <-chan []byte) {
 			continue
 		}
 		l.hub.publish(c)
+		if c.kind == taskChanged {
+			l.elsewhere(c.uri)
+		}
 	}
 }
 

@@ -73,9 +73,11 @@ type ServerOptions struct {
 	// resource updated, a task changed) is published on it, and the changes the others
 	// publish reach this instance's listeners (legacy sessions, subscriptions/listen
 	// streams), so that a client listening on one instance hears of a change made through
-	// another. Delivery is at most once, as the Bus is; while it is down, listeners still hear
-	// this instance's own changes, and are told that the lists changed once it is back. A
-	// Server with a Bus starts goroutines for it: call Close when done with it.
+	// another; and a task this instance runs follows the tasks/update and tasks/cancel that
+	// reach another (which needs a TaskStore the instances share). Delivery is at most once,
+	// as the Bus is; while it is down, listeners still hear this instance's own changes, and
+	// are told that what they follow changed once it is back. A Server with a Bus starts
+	// goroutines for it: call Close when done with it.
 	Bus Bus
 	// BusTopic is the Bus topic the Server's changes travel on (default "relay/mcp/" and the
 	// Server's name). The instances of one fleet must share it, and servers that share a bus
@@ -159,7 +161,7 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 		if log == nil {
 			log = runtime.DefaultLogger()
 		}
-		s.bus = newBusLink(s.opts.Bus, topic, &s.hub, log)
+		s.bus = newBusLink(s.opts.Bus, topic, &s.hub, log, s.taskChangedElsewhere)
 	}
 	empty := &registry{tasksRouted: s.opts.TaskHandler != nil, allLists: s.opts.DeclareLists}
 	empty.index()

@@ -166,8 +166,9 @@ type taskRunner struct {
 // taskActor is a running task: how to stop it, and how to wake it when its questions have
 // all been answered.
 type taskActor struct {
-	cancel context.CancelCauseFunc
-	wake   chan struct{} // buffered 1
+	cancel    context.CancelCauseFunc
+	wake      chan struct{} // buffered 1
+	principal string        // the task's, to read it in the store
 }
 
 // errTaskTooLarge is the outcome of a task whose result or questions the store cannot keep.
@@ -241,7 +242,7 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 		base, stopTTL = context.WithTimeoutCause(base, rec.TTL, errTaskExpired)
 	}
 	tctx, cancel := context.WithCancelCause(base)
-	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1)}
+	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1), principal: principal}
 	t.mu.Lock()
 	if t.closed { // Close came while the task was stored
 		t.mu.Unlock()
@@ -267,7 +268,38 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 		s.runTask(tctx, a, treq, tl, fn)
 	})
 	t.mu.Unlock()
+	// The client's tasks/update and tasks/cancel may reach another instance of the fleet,
+	// which tells this one through the bus (taskChangedElsewhere): heard from the handle on.
+	s.awaitBus(ctx)
 	return createTaskResult{ResultType: "task", taskView: viewOf(rec)}, nil
+}
+
+// taskChangedElsewhere follows, on the instance that runs the task id, what another instance
+// of the fleet did to it, told through the Bus: a tasks/update that answered the task's last
+// question (it works again) wakes it, and a tasks/cancel stops it, as each does when it
+// reaches the instance that runs the task. It reads the shared store to know which.
+func (s *Server) taskChangedElsewhere(id string) {
+	s.tasks.mu.Lock()
+	a := s.tasks.live[id]
+	s.tasks.mu.Unlock()
+	if a == nil { // not run here
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), busPublish)
+	defer cancel()
+	rec, err := s.taskStore().Get(ctx, a.principal, id)
+	if err != nil {
+		return
+	}
+	switch rec.Status {
+	case TaskCancelled:
+		a.cancel(errTaskCancelled)
+	case TaskWorking:
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // taskRequest returns the Request a task runs with: the tools/call's, with its own copy of
