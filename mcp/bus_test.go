@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -595,4 +596,33 @@ func TestBus_AMalformedMessageIsLoggedAndDropped(t *testing.T) {
 	if dropped != len(bad) {
 		t.Fatalf("%d malformed messages logged, want %d: %v", dropped, len(bad), logs.All())
 	}
+}
+
+// Close stops the Server's bus goroutines and waits for them, even while a subscription is
+// still being made and a change is still queued for a bus that does not answer.
+func TestBus_CloseStopsTheBusGoroutines(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	bus := newFlakyBus()
+	bus.hold = make(chan struct{})  // Subscribe waits until its ctx ends
+	bus.down, bus.hang = true, true // Publish too
+	srv := mcp.NewServer(mcp.Implementation{Name: "fleet", Version: "1"}, &mcp.ServerOptions{Bus: bus, Logger: zap.NewNop()})
+	srv.ResourceUpdated("test://doc") // the publisher starts, and waits on the bus
+	h := httpx.NewMCPHandler(srv, &httpx.MCPOptions{Logger: zap.NewNop()})
+	hs := httptest.NewServer(h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Its initialize starts the subscriber, which waits on the bus.
+	c, err := mcpclient.Connect(ctx, mcpclient.HTTP(hs.URL+"/mcp"), mcpclient.WithVersion(mcp.Version20251125))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	hs.Close()
+	h.Close()
+	start := time.Now()
+	srv.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	goleak.VerifyNone(t, before)
 }

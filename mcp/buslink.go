@@ -250,7 +250,7 @@ func (l *busLink) subscriber(ctx context.Context) {
 				return
 			}
 			lost = true
-			l.log.Warn("could not subscribe to the bus; this instance's listeners miss the fleet's other instances' changes until it can (is the bus reachable?)",
+			l.rate.Warn("could not subscribe to the bus; this instance's listeners miss the fleet's other instances' changes until it can (is the bus reachable?)", nil,
 				zap.String("topic", l.topic), zap.Error(err))
 		} else {
 			if lost {

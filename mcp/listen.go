@@ -151,6 +151,7 @@ func (s *Server) tellTask(ctx context.Context, rt *runtime.Request, principal, i
 // meanwhile were not heard. Each notification says only that something changed, so one too
 // many is harmless and one missing is not: every list the listen follows changed, every
 // resource it subscribed to was updated, and each of its tasks is as the store has it now.
+// It tells only what the listen opted into (MCP 2026-07-28, Basic › Subscriptions).
 func (s *Server) tellAgain(ctx context.Context, rt *runtime.Request, f SubscriptionFilter, principal string, subMeta map[string]json.RawMessage) error {
 	params := map[string]any{"_meta": subMeta}
 	for _, list := range []struct {

@@ -188,7 +188,7 @@ var (
 
 // Close stops every task still running, marking each failed, and waits for their
 // goroutines; then it stops the goroutines of the Server's Bus, giving the changes not yet
-// published (the tasks' ends among them) a moment to be. Tasks are not started after Close.
+// published (the tasks' ends among them) up to 2 seconds to be. Tasks are not started after Close.
 // Call it once the transports serving the server have stopped.
 func (s *Server) Close() {
 	t := &s.tasks
