@@ -556,6 +556,37 @@ func TestBus_ListenIsAcknowledgedOnlyOnceTheBusSubscriptionIsInForce(t *testing.
 	}
 }
 
+// MCP 2025-11-25, Server Features › Resources › Subscriptions: an instance answers a legacy
+// session's resources/subscribe, as it acknowledges a listen, only once its bus
+// subscription is in force, so that an update another instance makes after the answer is
+// heard.
+func TestBus_LegacySubscribeIsAnsweredOnlyOnceTheBusSubscriptionIsInForce(t *testing.T) {
+	bus := newFlakyBus()
+	hold := make(chan struct{})
+	bus.hold = hold
+	a, b := newInstance(t, bus, instanceOpts{}), newInstance(t, bus, instanceOpts{})
+	legacy, cb := dial(t, a, mcpclient.WithVersion(mcp.Version20251125)), dial(t, b)
+	onA, acked := startListen(t, legacy, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"test://doc"}})
+	select {
+	case <-acked:
+		t.Fatal("resources/subscribe answered while the bus had not subscribed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	bus.mu.Lock()
+	bus.hold = nil
+	bus.mu.Unlock()
+	close(hold)
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("resources/subscribe not answered once the bus subscribed")
+	}
+	call(t, cb, "touch", nil)
+	if n := onA.next(t, "resources/updated"); n.method != "notifications/resources/updated" {
+		t.Fatalf("heard %s, want B's update", n.method)
+	}
+}
+
 // A message on the bus that is not a change of the wire format (too short, another version,
 // an unknown kind, a subject missing, misplaced or not UTF-8) is logged, at a bounded rate,
 // and dropped; the well-formed one after them is delivered.

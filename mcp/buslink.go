@@ -98,9 +98,9 @@ const (
 )
 
 // busLink is a Server's side of its Bus: a publisher goroutine, started at the first change,
-// that sends the changes queued; and a subscriber goroutine, started at the first listener,
-// that delivers the other instances' changes to this one's hub and subscribes again when the
-// bus loses the subscription. Both stop at Server.Close.
+// that sends the changes queued; and a subscriber goroutine, started at the first listener or
+// task, that delivers the other instances' changes to this one's hub and subscribes again
+// when the bus loses the subscription. Both stop at Server.Close.
 //
 // The subscription is made at the first listener, or the first task this instance runs
 // (another instance may take the task's tasks/update or tasks/cancel), rather than with the

@@ -65,7 +65,7 @@ func (ss *session) Route(req *runtime.Request) runtime.Route {
 		return ss.initialize(req)
 	}
 	if ss.legacy != nil {
-		return ss.routeLegacy(req)
+		return ss.afterBus(req, ss.routeLegacy(req))
 	}
 	if req.Method == "ping" {
 		return runtime.Route{Result: json.RawMessage("{}")}
@@ -129,14 +129,6 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		}
 		if req.Method == "resources/subscribe" {
 			l.subs[uri] = true
-			if s.bus != nil {
-				// Answered once the fleet's other instances' updates are heard too, as a
-				// listen is acknowledged; waited for on the handler's goroutine, not here.
-				return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
-					s.awaitBus(ctx)
-					return json.RawMessage("{}"), nil
-				}}
-			}
 		} else {
 			delete(l.subs, uri)
 		}
@@ -271,9 +263,6 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 		subs: map[string]bool{},
 	}
 	ss.legacy = l
-	if s := ss.s; s.bus != nil {
-		s.bus.start() // its lists' changes on other instances are told unasked: hear them
-	}
 	go ss.forward(l)
 	s := ss.s
 	return runtime.Route{Result: initializeResult{
@@ -288,6 +277,9 @@ func (ss *session) initialize(req *runtime.Request) runtime.Route {
 // changes and updates of the resources it subscribed to, until the connection stops.
 func (ss *session) forward(l *legacySession) {
 	defer close(l.done)
+	if s := ss.s; s.bus != nil {
+		s.bus.start() // the lists' changes on other instances are told unasked: hear them
+	}
 	for {
 		select {
 		case <-l.stop:
@@ -323,6 +315,22 @@ func (ss *session) forward(l *legacySession) {
 			}
 		}
 	}
+}
+
+// afterBus makes the answer r to a resources/subscribe wait, on the handler's goroutine,
+// until the Server's Bus subscription is in force, as a listen's acknowledgement does: the
+// updates other instances of the fleet tell after it are heard (MCP 2025-11-25, Server
+// Features › Resources › Subscriptions).
+func (ss *session) afterBus(req *runtime.Request, r runtime.Route) runtime.Route {
+	s := ss.s
+	if s.bus == nil || req.Method != "resources/subscribe" || r.Err != nil || r.Handler != nil {
+		return r
+	}
+	result := r.Result
+	return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+		s.awaitBus(ctx)
+		return result, nil
+	}}
 }
 
 // tellAgain tells a legacy client that everything it hears of may have changed: the
