@@ -627,6 +627,17 @@ func TestBus_AMalformedMessageIsLoggedAndDropped(t *testing.T) {
 	if dropped != len(bad) {
 		t.Fatalf("%d malformed messages logged, want %d: %v", dropped, len(bad), logs.All())
 	}
+
+	// A flood of them is logged at a bounded rate (10 of a kind a second), not once each.
+	const flood = 100
+	for range flood {
+		bus.Publish(context.Background(), fleetTopic, []byte{1})
+	}
+	bus.Publish(context.Background(), fleetTopic, wire(1, 4, "test://doc"))
+	onA.next(t, "resources/updated") // the flood has been read
+	if n := logs.FilterMessageSnippet("shorter than the header").Len(); n >= flood {
+		t.Fatalf("%d of %d malformed messages logged: not rate-limited", n, flood)
+	}
 }
 
 // Close stops the Server's bus goroutines and waits for them, even while a subscription is
