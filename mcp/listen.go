@@ -80,6 +80,7 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 
 	changes := s.hub.subscribe()
 	defer s.hub.unsubscribe(changes)
+	s.awaitBus(ctx) // the fleet's other instances' changes too are heard from the ack on
 	if err := rt.Notify("notifications/subscriptions/acknowledged", struct {
 		Notifications SubscriptionFilter         `json:"notifications"`
 		Meta          map[string]json.RawMessage `json:"_meta"`
@@ -102,6 +103,12 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 			}{subMeta})
 			return s.modernResult(raw), nil
 		case c := <-changes:
+			if c.kind == busResumed { // changes of other instances may have been missed
+				if err := s.tellAgain(ctx, rt, honoured, principal, subMeta); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			method, params := "", map[string]any{"_meta": subMeta}
 			switch {
 			case c.kind == toolsChanged && honoured.ToolsListChanged:
@@ -113,15 +120,7 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 			case c.kind == resourceUpdated && slices.Contains(honoured.ResourceSubscriptions, c.uri):
 				method, params["uri"] = "notifications/resources/updated", c.uri
 			case c.kind == taskChanged && slices.Contains(honoured.TaskIDs, c.uri):
-				rec, err := s.taskStore().Get(ctx, principal, c.uri)
-				if err != nil { // expired: nothing more will be said of it
-					continue
-				}
-				// The whole DetailedTask, as tasks/get would answer now.
-				if err := rt.Notify("notifications/tasks", struct {
-					taskView
-					Meta map[string]json.RawMessage `json:"_meta"`
-				}{detailedView(rec), subMeta}); err != nil {
+				if err := s.tellTask(ctx, rt, principal, c.uri, subMeta); err != nil {
 					return nil, err
 				}
 			}
@@ -132,6 +131,57 @@ func (s *Server) listen(ctx context.Context, rt *runtime.Request) (any, error) {
 			}
 		}
 	}
+}
+
+// tellTask sends a listen the task id as it is now: the whole DetailedTask, as tasks/get
+// would answer. A task that has expired is not told: nothing more will be said of it.
+func (s *Server) tellTask(ctx context.Context, rt *runtime.Request, principal, id string, subMeta map[string]json.RawMessage) error {
+	rec, err := s.taskStore().Get(ctx, principal, id)
+	if err != nil {
+		return nil
+	}
+	return rt.Notify("notifications/tasks", struct {
+		taskView
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}{detailedView(rec), subMeta})
+}
+
+// tellAgain tells a listen that everything it follows may have changed: the Server's Bus
+// subscription was lost or failed and is in force again, and other instances' changes made
+// meanwhile were not heard. Each notification says only that something changed, so one too
+// many is harmless and one missing is not: every list the listen follows changed, every
+// resource it subscribed to was updated, and each of its tasks is as the store has it now.
+// It tells only what the listen opted into (MCP 2026-07-28, Basic › Subscriptions).
+func (s *Server) tellAgain(ctx context.Context, rt *runtime.Request, f SubscriptionFilter, principal string, subMeta map[string]json.RawMessage) error {
+	params := map[string]any{"_meta": subMeta}
+	for _, list := range []struct {
+		on     bool
+		method string
+	}{
+		{f.ToolsListChanged, "notifications/tools/list_changed"},
+		{f.PromptsListChanged, "notifications/prompts/list_changed"},
+		{f.ResourcesListChanged, "notifications/resources/list_changed"},
+	} {
+		if list.on {
+			if err := rt.Notify(list.method, params); err != nil {
+				return err
+			}
+		}
+	}
+	for _, uri := range f.ResourceSubscriptions {
+		if err := rt.Notify("notifications/resources/updated", map[string]any{"_meta": subMeta, "uri": uri}); err != nil {
+			return err
+		}
+	}
+	if s.opts.TaskHandler != nil { // followed by TaskListen, not through the hub
+		return nil
+	}
+	for _, id := range f.TaskIDs {
+		if err := s.tellTask(ctx, rt, principal, id, subMeta); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // taskNews is what a TaskListen told of the tasks it follows and the listen has not passed

@@ -94,6 +94,10 @@ const (
 	resourcesChanged
 	resourceUpdated
 	taskChanged
+	// busResumed: the Bus subscription was made again after it was lost or failed, so other
+	// instances' changes may have been missed; listeners are told again of all they follow.
+	// Only the hub carries it, never the bus.
+	busResumed
 )
 
 type change struct {

@@ -117,9 +117,10 @@ func (s *Server) RemoveResourceTemplates(uriTemplates ...string) {
 	})
 }
 
-// ResourceUpdated tells the clients subscribed to uri that it changed.
+// ResourceUpdated tells the clients subscribed to uri that it changed: those of the fleet's
+// other instances too, when the Server has a Bus.
 func (s *Server) ResourceUpdated(uri string) {
-	s.hub.publish(change{kind: resourceUpdated, uri: uri})
+	s.changed(change{kind: resourceUpdated, uri: uri})
 }
 
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
@@ -66,6 +68,23 @@ type ServerOptions struct {
 	// adds them at run time (a gateway's) come after hosts have asked what it offers and
 	// opened their listens, which must hear of them.
 	DeclareLists bool
+	// Bus, when set, joins the Server to the other instances of its fleet (instances behind
+	// one load balancer, serving as one server): each change made here (a list changed, a
+	// resource updated, a task changed) is published on it, and the changes the others
+	// publish reach this instance's listeners (legacy sessions, subscriptions/listen
+	// streams), so that a client listening on one instance hears of a change made through
+	// another; and a task this instance runs follows the tasks/update and tasks/cancel that
+	// reach another (which needs a TaskStore the instances share). Delivery is at most once,
+	// as the Bus is; while it is down, listeners still hear this instance's own changes, and
+	// are told that what they follow changed once it is back. A Server with a Bus starts
+	// goroutines for it: call Close when done with it.
+	Bus Bus
+	// BusTopic is the Bus topic the Server's changes travel on (default "relay/mcp/" and the
+	// Server's name). The instances of one fleet must share it, and servers that share a bus
+	// without being one fleet must not.
+	BusTopic string
+	// Logger logs what goes wrong with the Bus (default: runtime.DefaultLogger).
+	Logger *zap.Logger
 	// Middleware wraps every feature method (tools, prompts, resources, completions), outermost
 	// first. Lifecycle methods (initialize, ping, discover, setLevel, subscribe) are answered
 	// by the session itself and do not pass through it.
@@ -97,6 +116,7 @@ type Server struct {
 	mu    sync.Mutex // serialises registrations; requests read the snapshot
 	reg   atomic.Pointer[registry]
 	hub   hub
+	bus   *busLink // nil without ServerOptions.Bus
 	tasks taskRunner
 
 	elicits urlElicitations // the clients waiting on URL elicitations, for CompleteElicitation
@@ -133,6 +153,16 @@ func NewServer(info Implementation, opts *ServerOptions) *Server {
 	s.serverInfo = raw
 	s.modernOpen = append(append([]byte(`{"resultType":"complete","_meta":`), raw...), ',')
 	s.chains = s.middlewareChains()
+	if s.opts.Bus != nil {
+		topic, log := s.opts.BusTopic, s.opts.Logger
+		if topic == "" {
+			topic = "relay/mcp/" + info.Name
+		}
+		if log == nil {
+			log = runtime.DefaultLogger()
+		}
+		s.bus = newBusLink(s.opts.Bus, topic, &s.hub, log, s.taskChangedElsewhere)
+	}
 	empty := &registry{tasksRouted: s.opts.TaskHandler != nil, allLists: s.opts.DeclareLists}
 	empty.index()
 	s.reg.Store(empty)
@@ -195,7 +225,25 @@ func (s *Server) update(kind changeKind, fn func(r *registry)) {
 		return
 	}
 	s.batchMu.Unlock()
-	s.hub.publish(change{kind: kind})
+	s.changed(change{kind: kind})
+}
+
+// changed tells this instance's listeners of c, and the fleet's other instances when the
+// Server has a Bus.
+func (s *Server) changed(c change) {
+	s.hub.publish(c)
+	if s.bus != nil {
+		s.bus.publish(c)
+	}
+}
+
+// awaitBus returns once the Server's Bus subscription is in force (see busLink.await), at
+// once without a Bus. A listener calls it after joining the hub and before it is
+// acknowledged.
+func (s *Server) awaitBus(ctx context.Context) {
+	if s.bus != nil {
+		s.bus.await(ctx)
+	}
 }
 
 // Batch runs fn, which adds and removes tools, prompts, resources and templates: the
@@ -215,7 +263,7 @@ func (s *Server) Batch(fn func()) {
 		}
 		s.batchMu.Unlock()
 		for _, k := range kinds {
-			s.hub.publish(change{kind: k})
+			s.changed(change{kind: k})
 		}
 	}()
 	fn()

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 
@@ -94,7 +95,7 @@ func (ss *session) Route(req *runtime.Request) runtime.Route {
 		return ss.initialize(req)
 	}
 	if ss.legacy != nil {
-		return ss.routeLegacy(req)
+		return ss.afterBus(req, ss.routeLegacy(req))
 	}
 	if req.Method == "ping" {
 		return runtime.Route{Result: json.RawMessage("{}")}
@@ -373,6 +374,9 @@ func (l *legacySession) apply(st *savedSession) {
 // changes and updates of the resources it subscribed to, until the connection stops.
 func (ss *session) forward(l *legacySession) {
 	defer close(l.done)
+	if s := ss.s; s.bus != nil {
+		s.bus.start() // the lists' changes on other instances are told unasked: hear them
+	}
 	for {
 		select {
 		case <-l.stop:
@@ -397,12 +401,54 @@ func (ss *session) forward(l *legacySession) {
 					return
 				}
 				continue
+			case busResumed:
+				if ss.tellAgain(l) != nil {
+					return
+				}
+				continue
 			}
 			if method != "" && ss.peer.Notify(method, params) != nil {
 				return
 			}
 		}
 	}
+}
+
+// afterBus makes the answer r to a resources/subscribe wait, on the handler's goroutine,
+// until the Server's Bus subscription is in force, as a listen's acknowledgement does: the
+// updates other instances of the fleet tell after it are heard (MCP 2025-11-25, Server
+// Features › Resources › Subscriptions).
+func (ss *session) afterBus(req *runtime.Request, r runtime.Route) runtime.Route {
+	s := ss.s
+	if s.bus == nil || req.Method != "resources/subscribe" || r.Err != nil || r.Handler != nil {
+		return r
+	}
+	result := r.Result
+	return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+		s.awaitBus(ctx)
+		return result, nil
+	}}
+}
+
+// tellAgain tells a legacy client that everything it hears of may have changed: the
+// Server's Bus subscription is in force again after it was lost, and other instances'
+// changes made meanwhile were missed. It is told that each list the server says it tells
+// of (listChanged) changed, and that each resource it subscribed to was updated: one
+// notification too many is harmless, one missing is not.
+func (ss *session) tellAgain(l *legacySession) error {
+	caps := ss.s.capabilities()
+	for _, list := range []string{"tools", "prompts", "resources"} {
+		if _, ok := caps[list]; ok {
+			if err := ss.peer.Notify("notifications/"+list+"/list_changed", nil); err != nil {
+				return err
+			}
+		}
+	}
+	return ss.peer.Run(func(notify func(string, any) error) {
+		for uri := range l.subs { // read where Route writes it
+			notify("notifications/resources/updated", map[string]string{"uri": uri})
+		}
+	})
 }
 
 // Close stops the forwarder; the runtime calls it when the connection stops.

@@ -166,8 +166,9 @@ type taskRunner struct {
 // taskActor is a running task: how to stop it, and how to wake it when its questions have
 // all been answered.
 type taskActor struct {
-	cancel context.CancelCauseFunc
-	wake   chan struct{} // buffered 1
+	cancel    context.CancelCauseFunc
+	wake      chan struct{} // buffered 1
+	principal string        // the task's, to read it in the store
 }
 
 // errTaskTooLarge is the outcome of a task whose result or questions the store cannot keep.
@@ -186,8 +187,9 @@ var (
 )
 
 // Close stops every task still running, marking each failed, and waits for their
-// goroutines. Tasks are not started after Close. Call it once the transports serving the
-// server have stopped.
+// goroutines; then it stops the goroutines of the Server's Bus, giving the changes not yet
+// published (the tasks' ends among them) up to 2 seconds to be. Tasks are not started after Close.
+// Call it once the transports serving the server have stopped.
 func (s *Server) Close() {
 	t := &s.tasks
 	t.mu.Lock()
@@ -197,6 +199,9 @@ func (s *Server) Close() {
 	}
 	t.mu.Unlock()
 	t.wg.Wait()
+	if s.bus != nil {
+		s.bus.close()
+	}
 }
 
 func (s *Server) taskStore() TaskStore { return s.opts.TaskStore }
@@ -237,7 +242,7 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 		base, stopTTL = context.WithTimeoutCause(base, rec.TTL, errTaskExpired)
 	}
 	tctx, cancel := context.WithCancelCause(base)
-	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1)}
+	a := &taskActor{cancel: cancel, wake: make(chan struct{}, 1), principal: principal}
 	t.mu.Lock()
 	if t.closed { // Close came while the task was stored
 		t.mu.Unlock()
@@ -263,7 +268,38 @@ func (s *Server) createTask(ctx context.Context, req *Request, tl *tool, fn Task
 		s.runTask(tctx, a, treq, tl, fn)
 	})
 	t.mu.Unlock()
+	// The client's tasks/update and tasks/cancel may reach another instance of the fleet,
+	// which tells this one through the bus (taskChangedElsewhere): heard from the handle on.
+	s.awaitBus(ctx)
 	return createTaskResult{ResultType: "task", taskView: viewOf(rec)}, nil
+}
+
+// taskChangedElsewhere follows, on the instance that runs the task id, what another instance
+// of the fleet did to it, told through the Bus: a tasks/update that answered the task's last
+// question (it works again) wakes it, and a tasks/cancel stops it, as each does when it
+// reaches the instance that runs the task. It reads the shared store to know which.
+func (s *Server) taskChangedElsewhere(id string) {
+	s.tasks.mu.Lock()
+	a := s.tasks.live[id]
+	s.tasks.mu.Unlock()
+	if a == nil { // not run here
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), busPublish)
+	defer cancel()
+	rec, err := s.taskStore().Get(ctx, a.principal, id)
+	if err != nil {
+		return
+	}
+	switch rec.Status {
+	case TaskCancelled:
+		a.cancel(errTaskCancelled)
+	case TaskWorking:
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // taskRequest returns the Request a task runs with: the tools/call's, with its own copy of
@@ -409,7 +445,7 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 // taskChanged tells the listens that follow a task (notifications/tasks) that it changed.
 // Like every server-wide change, it is dropped for a listen too far behind: clients that
 // must not miss an end poll tasks/get too.
-func (s *Server) taskChanged(id string) { s.hub.publish(change{kind: taskChanged, uri: id}) }
+func (s *Server) taskChanged(id string) { s.changed(change{kind: taskChanged, uri: id}) }
 
 // taskView is a task as the wire shows it (Task, and DetailedTask's members).
 type taskView struct {
