@@ -1,7 +1,8 @@
 // Package fleet keeps the state that a fleet of Relay instances shares, on Redis, so that any
 // instance serves any request: the SSE events of sessions, for resumption on any instance
-// (EventStore, an httpx.EventStore), tasks (TaskStore, an mcp.TaskStore), and the messages
-// the instances tell each other (Bus, an mcp.Bus).
+// (EventStore, an httpx.EventStore), initialize-generation sessions, for any instance to
+// serve (SessionStore, an httpx.SessionStore), tasks (TaskStore, an mcp.TaskStore), and the
+// messages the instances tell each other (Bus, an mcp.Bus).
 //
 // Open connects; every key and channel begins with Options.Prefix. While Redis is down,
 // calls fail, within Options.Timeout, with an error wrapping ErrUnavailable, and succeed
@@ -11,8 +12,8 @@
 // The fleet needs one Redis (tested with 7.0), standalone or a primary behind a fixed
 // address; Redis Cluster is not supported, since the task store's scripts touch keys
 // they are not given. What is kept is disposable: a Redis that restarts empty loses the
-// events (clients cannot resume, and open new streams) and the tasks (tasks/get answers
-// that they are not found). Redis's maxmemory is the fleet's bound in bytes, with a policy
+// events (clients cannot resume, and open new streams), the sessions (their next request
+// is told to initialize again) and the tasks (tasks/get answers that they are not found). Redis's maxmemory is the fleet's bound in bytes, with a policy
 // of noeviction or volatile-*: the task store's bookkeeping keys have no expiry and must not
 // be evicted.
 //

@@ -186,3 +186,10 @@ func TestBus(t *testing.T) {
 		return open(t, srv, opts).Bus(), open(t, srv, opts).Bus()
 	})
 }
+
+func TestSessionStore(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.SessionStore(t, func(t *testing.T) httpx.SessionStore {
+		return open(t, srv, fleet.Options{}).SessionStore()
+	})
+}

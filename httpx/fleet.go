@@ -22,7 +22,7 @@ import (
 // fleet is what a handler's sessions share with the other instances of a fleet
 // (MCPOptions.SessionStore and Bus): each instance that gets a request of a session runs a
 // session of its own for it (a replica: its own dispatcher and actor), started from the
-// session's record in the store, and the replicas tell each other, on the session's topic of
+// session's record in the store, and the replicas tell each other, on the fleet's sessions topic of
 // the bus, what only one of them can act on:
 //
 //   - the client's answer to a request of the server's goes to the replica that asked (the
@@ -196,7 +196,7 @@ func (f *fleet) callID(id []byte) jsonrpc.ID {
 	return append(out, '"')
 }
 
-// The kinds of message on a session's topic.
+// The kinds of message about a session on the sessions topic.
 const (
 	busAnswer = 'a' // key: the id of the request answered, as the client sent it; frame: the answer
 	busCancel = 'c' // key: the request cancelled; frame: the cancel
@@ -206,83 +206,86 @@ const (
 	busBell   = 'v' // key: a stream; frame: its owner's word (bellLive, bellGone)
 )
 
-// busMsg is a message on the session's topic, from another instance.
+// busMsg is a message about a session, from another instance.
 type busMsg struct {
 	kind  byte
 	key   string
 	frame []byte
 }
 
-func sessionTopic(id string) string { return "httpx/session/" + id }
+// sessionsTopic is the topic of the fleet's sessions: one for all of them, so that an
+// instance holds one subscription (one connection, on Redis) whatever its sessions.
+const sessionsTopic = "httpx/sessions"
 
-// publish sends a message on session id's topic: kind, this instance's tag, key and frame,
-// the first three each ended by a newline (none appears in a tag, a JSON id or a session id).
+// publish sends a message about session id: kind, this instance's tag, the session, key and
+// frame, the first four each ended by a newline (none appears in a tag, a session id or a
+// JSON id).
 func (f *fleet) publish(ctx context.Context, id string, kind byte, key string, frame []byte) error {
 	if f.bus == nil {
 		return nil
 	}
-	m := make([]byte, 0, 4+len(f.tag)+len(key)+len(frame))
+	m := make([]byte, 0, 5+len(f.tag)+len(id)+len(key)+len(frame))
 	m = append(m, kind, '\n')
 	m = append(m, f.tag...)
+	m = append(m, '\n')
+	m = append(m, id...)
 	m = append(m, '\n')
 	m = append(m, key...)
 	m = append(m, '\n')
 	m = append(m, frame...)
-	return f.bus.Publish(ctx, sessionTopic(id), m)
+	return f.bus.Publish(ctx, sessionsTopic, m)
 }
 
 // parseBusMsg reads a message publish sent; ok is false for one that is malformed or this
 // instance's own.
-func (f *fleet) parseBusMsg(m []byte) (busMsg, bool) {
-	parts := bytes.SplitN(m, []byte{'\n'}, 4)
-	if len(parts) != 4 || len(parts[0]) != 1 {
-		return busMsg{}, false
+func (f *fleet) parseBusMsg(m []byte) (session string, msg busMsg, ok bool) {
+	parts := bytes.SplitN(m, []byte{'\n'}, 5)
+	if len(parts) != 5 || len(parts[0]) != 1 || string(parts[1]) == f.tag {
+		return "", busMsg{}, false
 	}
-	if string(parts[1]) == f.tag {
-		return busMsg{}, false
-	}
-	return busMsg{kind: parts[0][0], key: string(parts[2]), frame: parts[3]}, true
+	return string(parts[2]), busMsg{kind: parts[0][0], key: string(parts[3]), frame: parts[4]}, true
 }
 
-// follow hands s's actor what other instances publish on its topic, until s stops; the
-// returned channel closes then. It returns once the subscription is in force (or has failed:
-// then it keeps trying, with backoff). A nil fleet follows nothing.
-func (f *fleet) follow(s *session) <-chan struct{} {
-	done := make(chan struct{})
-	if f == nil || f.bus == nil {
-		close(done)
-		return done
+// listen hands each session held here what other instances publish about it, until ctx
+// ends. It follows the sessions' topic, and follows it again, with backoff, when the bus
+// loses it: a message sent meanwhile is missed (an answer is then sent again by its
+// client's retry, or its request times out; a state is read with the session's next
+// request; a bell is made up for by the follower's polling).
+func (f *fleet) listen(ctx context.Context) {
+	if f.bus == nil {
+		return
 	}
-	subscribe := func() <-chan []byte {
-		ch, err := f.bus.Subscribe(s.stopped, sessionTopic(s.id))
-		if err != nil && s.stopped.Err() == nil {
-			f.log.Warn("a session's topic could not be followed; answers and cancels from other instances wait until it can", zap.String("session", s.id), zap.Error(err))
+	b := backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(5*time.Second))
+	for {
+		ch, err := f.bus.Subscribe(ctx, sessionsTopic)
+		if err != nil && ctx.Err() == nil {
+			f.log.Warn("the fleet's sessions topic could not be followed; answers and cancels from other instances wait until it can", zap.Error(err))
 		}
-		return ch
-	}
-	ch := subscribe()
-	go func() {
-		defer close(done)
-		b := backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(5*time.Second))
-		for {
-			if ch != nil { // nil: not subscribed
-				for raw := range ch {
-					if m, ok := f.parseBusMsg(raw); ok && s.mailbox.Send(s.stopped, m) != nil {
-						return
-					}
+		if err == nil {
+			b.Reset()
+			for raw := range ch {
+				id, m, ok := f.parseBusMsg(raw)
+				if !ok {
+					continue
 				}
+				f.host.mu.Lock()
+				s := f.host.byID[id]
+				f.host.mu.Unlock()
+				if s == nil {
+					continue // a session this instance does not hold
+				}
+				// Its mailbox is quick to drain; a session that has stopped takes nothing.
+				sctx, cancel := context.WithTimeout(s.stopped, fleetTimeout)
+				s.mailbox.Send(sctx, m)
+				cancel()
 			}
-			// Lost (or never had): follow again. A message sent meanwhile is missed; an
-			// answer is then sent again by its client's retry, or its request times out.
-			select {
-			case <-s.stopped.Done():
-				return
-			case <-time.After(b.NextBackOff()):
-			}
-			ch = subscribe()
 		}
-	}()
-	return done
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.NextBackOff()):
+		}
+	}
 }
 
 // The words a stream's owner rings to an instance that follows it (busBell's frame).

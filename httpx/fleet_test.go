@@ -21,47 +21,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/storetest"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
 )
-
-// memBus is an in-process mcp.Bus for these tests.
-type memBus struct {
-	mu   sync.Mutex
-	subs map[string]map[chan []byte]struct{}
-}
-
-func (b *memBus) Publish(_ context.Context, topic string, msg []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for ch := range b.subs[topic] {
-		select {
-		case ch <- append([]byte(nil), msg...):
-		default:
-		}
-	}
-	return nil
-}
-
-func (b *memBus) Subscribe(ctx context.Context, topic string) (<-chan []byte, error) {
-	ch := make(chan []byte, 64)
-	b.mu.Lock()
-	if b.subs == nil {
-		b.subs = map[string]map[chan []byte]struct{}{}
-	}
-	if b.subs[topic] == nil {
-		b.subs[topic] = map[chan []byte]struct{}{}
-	}
-	b.subs[topic][ch] = struct{}{}
-	b.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		delete(b.subs[topic], ch)
-		close(ch)
-	})
-	return ch, nil
-}
 
 // fleetInstance is one instance: its own mcp.Server and handler on its own socket.
 type fleetInstance struct {
@@ -80,11 +43,11 @@ type fleetInstance struct {
 // pollAfter, when set, closes the stream of a POST that waits that long (the client resumes it).
 func startFleet(t *testing.T, n int, pollAfter ...time.Duration) []*fleetInstance {
 	t.Helper()
-	store, events, bus := httpx.NewMemorySessionStore(), httpx.NewMemoryEventStore(0, 0, 0), &memBus{}
+	store, events, bus := httpx.NewMemorySessionStore(), httpx.NewMemoryEventStore(0, 0, 0), mcp.NewMemoryBus()
 	var fleet []*fleetInstance
 	for i := range n {
 		in := &fleetInstance{name: fmt.Sprintf("i%d", i), started: make(chan string, 16), cancelled: make(chan string, 16)}
-		s := mcp.NewServer(mcp.Implementation{Name: "fleet-test", Version: "1.0.0"}, nil)
+		s := mcp.NewServer(mcp.Implementation{Name: "fleet-test", Version: "1.0.0"}, &mcp.ServerOptions{Bus: bus, Logger: zap.NewNop()})
 		mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Name the instance."},
 			func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, error) {
 				return mcp.TextResult(in.name), nil
@@ -140,6 +103,7 @@ func startFleet(t *testing.T, n int, pollAfter ...time.Duration) []*fleetInstanc
 			in.down.Store(true)
 			in.srv.Close()
 			in.h.Close()
+			in.mcp.Close()
 			<-served
 		})
 		t.Cleanup(in.stop)
@@ -391,15 +355,14 @@ func TestFleet_AnUpdateReachesTheGETStreamWhereverTheSubscriptionWasMade(t *test
 		case <-time.After(waitLong):
 			t.Fatal("no acknowledgement")
 		}
-		// The servers share their changes (mcp.ServerOptions.Bus): each hears of the update.
-		// The subscription reaches the instance holding the GET stream on the bus, a moment
-		// after it was made: the update is made again until it is heard.
+		// The update is made on one instance; the servers share their changes
+		// (mcp.ServerOptions.Bus). The subscription reaches the instance holding the GET
+		// stream on the bus, a moment after it was made: the update is made again until it
+		// is heard.
 		deadline := time.Now().Add(waitLong)
 	updating:
 		for {
-			for _, in := range fleet {
-				in.mcp.ResourceUpdated("res://a")
-			}
+			fleet[round%len(fleet)].mcp.ResourceUpdated("res://a")
 			select {
 			case m := <-heard:
 				if m != "notifications/resources/updated" {
@@ -420,4 +383,10 @@ func TestFleet_AnUpdateReachesTheGETStreamWhereverTheSubscriptionWasMade(t *test
 		cancel()
 		<-done
 	}
+}
+
+// TestMemorySessionStore: the memory store passes the suite every SessionStore passes
+// (package fleet's Redis store runs it too).
+func TestMemorySessionStore(t *testing.T) {
+	storetest.SessionStore(t, func(*testing.T) httpx.SessionStore { return httpx.NewMemorySessionStore() })
 }

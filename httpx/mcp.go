@@ -180,10 +180,14 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		f := &fleet{store: o.SessionStore, bus: o.Bus, tag: tag, ttl: h.o.sessionIdle, host: &h.sessions, log: h.log,
 			bells: make(chan bell, 256)}
 		h.sessions.fleet = f
-		h.sessions.janitor.Add(1)
+		h.sessions.janitor.Add(2)
 		go func() {
 			defer h.sessions.janitor.Done()
 			f.ringer(h.sessions.base)
+		}()
+		go func() {
+			defer h.sessions.janitor.Done()
+			f.listen(h.sessions.base)
 		}()
 	}
 	return h

@@ -217,11 +217,9 @@ func startSession(ctx context.Context, rt *runtime.Server, p protocol, spec sess
 	go func() {
 		defer done()
 		defer close(s.done)
-		followed := s.fleet.follow(s) // before the actor runs: no answer for it is missed
 		s.run(in, out)
 		stop()
 		<-served
-		<-followed
 	}()
 	return s
 }
