@@ -63,6 +63,10 @@ type Options struct {
 	// BusBuffer is how many messages a Bus subscription holds for a subscriber that has not
 	// read them yet (default 256); past it, messages are dropped for that subscriber.
 	BusBuffer int
+	// Lazy makes Open return without waiting for Redis to answer: an instance starts while
+	// Redis is down (its 2026-07-28 requests need none), and what needs Redis fails with
+	// ErrUnavailable until Redis is up.
+	Lazy bool
 }
 
 // Redis is a connection to the Redis a fleet of Relay instances shares state through. It
@@ -79,12 +83,20 @@ type Redis struct {
 }
 
 // Open connects to Redis at rawURL, redis://[user:password@]host:port[/db] or rediss://
-// for TLS, and checks that it answers. opts may be nil. A Redis that cannot be reached fails
-// with an error wrapping ErrUnavailable.
+// for TLS, and checks that it answers (unless Options.Lazy). The URL's query may give the
+// key prefix (?prefix=fleet-a:), which Options.Prefix, when set, overrides. opts may be nil.
+// A Redis that cannot be reached fails with an error wrapping ErrUnavailable.
 func Open(ctx context.Context, rawURL string, opts *Options) (*Redis, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 		return nil, fmt.Errorf("fleet: the Redis URL %q is not redis://host:port or rediss://host:port (TLS)", redactURL(rawURL))
+	}
+	q := u.Query()
+	prefix := q.Get("prefix")
+	if q.Has("prefix") {
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+		rawURL = u.String()
 	}
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
@@ -93,6 +105,9 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Redis, error) {
 	r := &Redis{subs: map[*redis.PubSub]struct{}{}}
 	if opts != nil {
 		r.opts = *opts
+	}
+	if r.opts.Prefix == "" {
+		r.opts.Prefix = prefix
 	}
 	if r.opts.Prefix == "" {
 		r.opts.Prefix = DefaultPrefix
@@ -132,6 +147,9 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Redis, error) {
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	quietClient.Do(func() { redis.SetLogger(quiet{}) })
 	r.client = redis.NewClient(ro)
+	if r.opts.Lazy {
+		return r, nil
+	}
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.client.Close()
 		return nil, r.wrap(ctx, "connecting", err)

@@ -4,7 +4,8 @@
 //
 // -state-key-file PATH, or $RELAY_STATE_KEY, gives the key that signs the requestState of
 // 2026-07-28 input_required results (at least 32 bytes; see package internal/statekey), the
-// same for every instance behind a load balancer (-http).
+// same for every instance behind a load balancer (-http). -redis URL, or $RELAY_REDIS_URL,
+// makes it a member of a fleet on that Redis (see package internal/fleetflag).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/fleetflag"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
@@ -38,13 +40,22 @@ func main() {
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key")
+	redis := fleetflag.AddFlag(flag.CommandLine)
 	flag.Parse()
 	key, err := stateKey.Key()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(2)
 	}
-	s := mcp.NewServer(mcp.Implementation{Name: "relay-echo", Version: "1.0.0"}, &mcp.ServerOptions{StateKey: key})
+	member, err := redis.Join(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(2)
+	}
+	defer member.Close()
+	o := &mcp.ServerOptions{StateKey: key}
+	member.Server(o)
+	s := mcp.NewServer(mcp.Implementation{Name: "relay-echo", Version: "1.0.0"}, o)
 	safe := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the text unchanged.", Annotations: safe},
@@ -87,7 +98,9 @@ func main() {
 	if *addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		defer stop()
-		h := httpx.NewMCPHandler(s, &httpx.MCPOptions{Instance: *instance, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
+		opts := &httpx.MCPOptions{Instance: *instance, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}}
+		member.Handler(opts)
+		h := httpx.NewMCPHandler(s, opts)
 		defer h.Close()
 		err = httpx.ListenAndServe(ctx, *addr, h, nil)
 	} else {

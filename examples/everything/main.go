@@ -22,6 +22,10 @@
 // its input_required results (at least 32 bytes; see package internal/statekey): instances
 // behind a load balancer (-http) that share it take each other's retries.
 //
+// -redis URL, or $RELAY_REDIS_URL, makes it a member of a fleet (see package
+// internal/fleetflag): with -http, instances behind a balancer with no affinity share their
+// sessions, SSE events, tasks and changes on that Redis, and any of them serves any request.
+//
 // With -http it serves MCP on /mcp, and /healthz, /readyz and /metrics beside it for an
 // orchestrator (see examples/deploy/kubernetes).
 package main
@@ -50,6 +54,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/fleetflag"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -85,14 +90,21 @@ func main() {
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	pollAfter := flag.Duration("poll-after", 0, "with -http: close a session request's event stream after this long without its answer; the client resumes it (SSE polling)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key; under relay bridge or relay gateway, the child reads the variable they hand it")
+	redis := fleetflag.AddFlag(flag.CommandLine)
 	flag.Parse()
 	key, err := stateKey.Key()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
 		os.Exit(2)
 	}
+	member, err := redis.Join(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "everything:", err)
+		os.Exit(2)
+	}
+	defer member.Close()
 
-	s := newServerWith(key)
+	s := newServerWith(key, member)
 	tel, err := telemetry.FromEnv(context.Background(), "relay-everything") // OpenTelemetry, when OTEL_* asks for it
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "everything:", err)
@@ -103,7 +115,9 @@ func main() {
 	go func() { defer close(done); watch(ctx, s, *every) }()
 
 	if *addr != "" {
-		err = serveHTTP(s, *addr, &httpx.MCPOptions{Instance: *instance, PollAfter: *pollAfter, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}})
+		opts := &httpx.MCPOptions{Instance: *instance, PollAfter: *pollAfter, Runtime: []runtime.Option{tel.Option(telemetry.MCP)}}
+		member.Handler(opts)
+		err = serveHTTP(s, *addr, opts)
 	} else {
 		err = stdio.ServeStdio(context.Background(), s.Runtime(tel.Option(telemetry.MCP)))
 	}
@@ -163,13 +177,14 @@ type elicitationArgs struct {
 }
 
 // newServer builds the fixture server, with a random key for its requestState.
-func newServer() *mcp.Server { return newServerWith(nil) }
+func newServer() *mcp.Server { return newServerWith(nil, nil) }
 
 // newServerWith builds the fixture server, whose requestState key is stateKey (see
-// mcp.ServerOptions.StateKey; nil: a random one).
-func newServerWith(stateKey []byte) *mcp.Server {
-	s := mcp.NewServer(mcp.Implementation{Name: "relay-everything", Version: "1.0.0"},
-		&mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture.", StateKey: stateKey})
+// mcp.ServerOptions.StateKey; nil: a random one), a member of a fleet when member is not nil.
+func newServerWith(stateKey []byte, member *fleetflag.Member) *mcp.Server {
+	o := &mcp.ServerOptions{Instructions: "A test server exposing the MCP conformance fixture.", StateKey: stateKey}
+	member.Server(o)
+	s := mcp.NewServer(mcp.Implementation{Name: "relay-everything", Version: "1.0.0"}, o)
 	addTools(s)
 	addDiagnostics(s)
 	addInputRequired(s)
