@@ -34,4 +34,10 @@
 //
 // A handler owns its sessions: each is an actor (session.go) that a handler's Close ends and
 // waits for, those evicted, expired or deleted before included.
+//
+// Instances of a fleet (MCPOptions.SessionStore and Bus; package fleet's on Redis) serve each
+// other's initialize-generation sessions behind a balancer with no affinity (fleet.go): each
+// instance runs a replica of a session whose requests reach it, started from the session's
+// record and handed the state another instance saved; what only one replica can act on (an
+// answer to a request of the server's, a cancel, a resumed stream) goes to it on the bus.
 package httpx
