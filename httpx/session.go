@@ -281,7 +281,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 					m.ack <- postRefused
 					continue
 				}
-				if s.fleet != nil && (m.answers != "" && calls[m.answers].since == 0 || m.cancels != "" && !running[m.cancels]) {
+				if s.fleet != nil && s.fleet.bus != nil && (m.answers != "" && calls[m.answers].since == 0 || m.cancels != "" && !running[m.cancels]) {
 					m.ack <- postElsewhere // the request is another instance's, or no one's
 					continue
 				}
