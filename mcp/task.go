@@ -624,11 +624,11 @@ func (s *Server) updateTask(ctx context.Context, principal, id string, answers m
 func (s *Server) cancelTask(ctx context.Context, principal, id string) error {
 	changed := false
 	_, err := s.taskStore().Update(ctx, principal, id, func(t *TaskRecord) bool {
-		if t.Status.Terminal() {
+		changed = !t.Status.Terminal() // fn may run again (a shared store retries it): its last run decides
+		if !changed {
 			return false
 		}
 		t.Status, t.InputRequests, t.StatusMessage = TaskCancelled, nil, "Cancelled by the client (tasks/cancel)"
-		changed = true
 		return true
 	})
 	if err != nil {

@@ -94,8 +94,10 @@ type TaskStore interface {
 	Get(ctx context.Context, principal, id string) (*TaskRecord, error)
 	// Update changes the task id as Get finds it: fn changes the record and returns true, and
 	// the store stamps UpdatedAt and keeps it; or fn returns false and nothing changes. It
-	// returns a copy of the task as it is afterwards. fn runs under the store's lock: it must
-	// be quick and call nothing else.
+	// returns a copy of the task as it is afterwards. fn must be quick and call nothing else:
+	// a memory store runs it under its lock; a shared one (package fleet's) may run it more
+	// than once, on a fresh copy each time, until its change lands on the task as it was read,
+	// so that only what fn's last run decided holds.
 	Update(ctx context.Context, principal, id string, fn func(t *TaskRecord) bool) (*TaskRecord, error)
 }
 
