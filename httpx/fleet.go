@@ -72,23 +72,37 @@ type record struct {
 	Principal string          `json:"principal"`
 	Client    string          `json:"client"`
 	State     json.RawMessage `json:"state"`
-	Rev       uint64          `json:"rev"` // one more with each save: a replica takes only a newer state
 }
+
+// stateRev is the revision a protocol state carries (runtime.SessionState); 0 when it has
+// none.
+func stateRev(state []byte) uint64 {
+	rev, _ := strconv.ParseUint(string(jsonrpc.Field(state, "rev")), 10, 64)
+	return rev
+}
+
+// errChanged is a save that found a newer revision of the session's state, or none.
+var errChanged = errors.New("the session was changed through another instance at the same moment, or has ended")
 
 // save keeps the protocol state of s in the store, and tells the other replicas. It runs on
 // the session's dispatcher goroutine, before the request that changed the state is answered.
 func (f *fleet) save(s *session, state []byte) error {
-	rev := s.rev.Add(1) // the dispatcher saves only states it has: one after the newest it took
-	rec, err := json.Marshal(record{Principal: s.principal, Client: s.client, State: state, Rev: rev})
+	rev := stateRev(state)
+	rec, err := json.Marshal(record{Principal: s.principal, Client: s.client, State: state})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
 	defer cancel()
-	if err := f.store.Put(ctx, s.id, rec, f.ttl); err != nil {
+	ok, err := f.store.Put(ctx, s.id, rev, rec, f.ttl)
+	if err != nil {
 		return err
 	}
+	if !ok {
+		return errChanged
+	}
 	s.recorded.Store(true)
+	s.newer(rev)
 	if err := f.publish(ctx, s.id, busState, strconv.FormatUint(rev, 10), state); err != nil {
 		// The store has it: each request reads it. A GET stream elsewhere hears of it with the
 		// session's next request there.
@@ -129,10 +143,10 @@ func (f *fleet) find(r *http.Request, s *session, id string, rt *runtime.Server,
 		return nil, nil // a session id alone never lets one user act as another
 	}
 	if s != nil {
-		s.takeState(rec.State, rec.Rev)
+		s.takeState(rec.State, stateRev(rec.State))
 		return s, nil
 	}
-	return f.host.replica(r, rt, p, sessionSpec{id: id, principal: rec.Principal, client: rec.Client, restore: rec.State, rev: rec.Rev})
+	return f.host.replica(r, rt, p, sessionSpec{id: id, principal: rec.Principal, client: rec.Client, restore: rec.State, rev: stateRev(rec.State)})
 }
 
 // refresh keeps alive in the store the records of the sessions used here since it last did,

@@ -35,7 +35,7 @@ type session struct {
 	evictOnce sync.Once
 	done      chan struct{} // closed when the dispatcher and the actor have both stopped
 	fleet     *fleet        // the fleet the session is shared with; nil: this process only
-	rev       atomic.Uint64 // fleet: the revision of the protocol state the dispatcher has (or has queued)
+	rev       atomic.Uint64 // fleet: the newest revision of the protocol state handed to the dispatcher
 
 	lastUsed atomic.Int64 // unix nanoseconds
 	kept     int64        // fleet: lastUsed when the store's record was last kept alive (janitor's)
@@ -796,8 +796,9 @@ func (s *session) listenTo(stream string, rings chan string) bool {
 	return ok
 }
 
-// newer reports whether rev is newer than the state the dispatcher has, and if so records
-// that it has rev (fleet): a state that arrives late, behind a newer one, is never taken.
+// newer reports whether rev is newer than the states handed to the dispatcher, and if so
+// records it (fleet): the same state is handed over once, however many requests read it.
+// The dispatcher's session itself takes only a state newer than its own.
 func (s *session) newer(rev uint64) bool {
 	for {
 		cur := s.rev.Load()

@@ -12,13 +12,17 @@ import (
 // session it does not hold takes the session up from its record (MCPOptions.SessionStore).
 // A record is opaque to the store: who owns the session, and what its protocol negotiated and
 // the client set since (the version, the client's capabilities, the log level, the
-// subscriptions).
+// subscriptions). Each is numbered, its revision, and replaces only the one before it: of
+// two instances that change a session at the same moment, one fails and its client retries,
+// and a record deleted is never written back.
 //
 // NewMemorySessionStore keeps records in this process (instances that share one handler's
 // process, and tests); package fleet's keeps them on Redis.
 type SessionStore interface {
-	// Put keeps record as session id's, for ttl.
-	Put(ctx context.Context, id string, record []byte, ttl time.Duration) error
+	// Put keeps record as revision rev of session id's, for ttl, if the store's record of
+	// the session is revision rev-1 (for rev 1: if it has none). Otherwise ok is false and
+	// nothing changes: another instance kept a revision first, or the session has ended.
+	Put(ctx context.Context, id string, rev uint64, record []byte, ttl time.Duration) (ok bool, err error)
 	// Get returns session id's record and keeps it for ttl more; a nil record (and no error)
 	// when there is none: the session ended, expired or never existed.
 	Get(ctx context.Context, id string, ttl time.Duration) ([]byte, error)
@@ -37,6 +41,7 @@ type MemorySessionStore struct {
 }
 
 type memRecord struct {
+	rev     uint64
 	record  []byte
 	expires time.Time
 }
@@ -47,11 +52,18 @@ func NewMemorySessionStore() *MemorySessionStore {
 }
 
 // Put implements SessionStore.
-func (m *MemorySessionStore) Put(_ context.Context, id string, record []byte, ttl time.Duration) error {
+func (m *MemorySessionStore) Put(_ context.Context, id string, rev uint64, record []byte, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.records[id] = memRecord{record: append([]byte(nil), record...), expires: now.Add(ttl)}
+	var have uint64 // 0: none
+	if r, ok := m.records[id]; ok && r.expires.After(now) {
+		have = r.rev
+	}
+	if rev == 0 || have != rev-1 {
+		return false, nil
+	}
+	m.records[id] = memRecord{rev: rev, record: append([]byte(nil), record...), expires: now.Add(ttl)}
 	if len(m.records) >= m.sweepAt { // amortised: the table has doubled since the last sweep
 		for k, r := range m.records {
 			if !r.expires.After(now) {
@@ -60,7 +72,7 @@ func (m *MemorySessionStore) Put(_ context.Context, id string, record []byte, tt
 		}
 		m.sweepAt = max(2*len(m.records), 64)
 	}
-	return nil
+	return true, nil
 }
 
 // Get implements SessionStore.

@@ -43,6 +43,9 @@ func (ss *session) TakeState(raw []byte) {
 		return
 	}
 	l := ss.legacy
+	if l != nil && st.Rev <= l.rev {
+		return // this one has it already, or a newer one
+	}
 	if l == nil {
 		l = ss.begin(st.Version, st.Caps)
 	}
@@ -54,8 +57,9 @@ type legacySession struct {
 	version     string
 	pv          protocolVersion // version, as a Request keeps it
 	caps        json.RawMessage
-	logLevel    int  // -1 until logging/setLevel
-	initialized bool // notifications/initialized has arrived
+	logLevel    int    // -1 until logging/setLevel
+	initialized bool   // notifications/initialized has arrived
+	rev         uint64 // of the state kept (runtime.SessionState): the last saved or taken
 	peer        *runtime.Peer
 
 	// The forwarder goroutine sends server-wide changes to this client. Whether the client
@@ -331,7 +335,8 @@ func (ss *session) begin(version string, caps json.RawMessage) *legacySession {
 // savedSession is a legacy session's state as its transport keeps it (runtime.SessionState):
 // what initialize negotiated, and what the client has set since.
 type savedSession struct {
-	V        int             `json:"v"` // 1
+	V        int             `json:"v"`   // 1
+	Rev      uint64          `json:"rev"` // one more with each save (runtime.SessionState)
 	Version  string          `json:"version"`
 	Caps     json.RawMessage `json:"caps"`
 	LogLevel int             `json:"logLevel"`
@@ -344,7 +349,7 @@ func (ss *session) save() error {
 		return nil
 	}
 	l := ss.legacy
-	st := savedSession{V: 1, Version: l.version, Caps: l.caps, LogLevel: l.logLevel}
+	st := savedSession{V: 1, Rev: l.rev + 1, Version: l.version, Caps: l.caps, LogLevel: l.logLevel}
 	for uri := range l.subs {
 		st.Subs = append(st.Subs, uri)
 	}
@@ -352,6 +357,9 @@ func (ss *session) save() error {
 	raw, err := json.Marshal(&st)
 	if err == nil {
 		err = ss.kept.Save(raw)
+	}
+	if err == nil {
+		l.rev = st.Rev
 	}
 	if err != nil {
 		return &jsonrpc.Error{Code: CodeServerBusy,
@@ -363,7 +371,7 @@ func (ss *session) save() error {
 
 // apply takes what the client set, as another connection of the session saved it.
 func (l *legacySession) apply(st *savedSession) {
-	l.logLevel = st.LogLevel
+	l.logLevel, l.rev = st.LogLevel, st.Rev
 	clear(l.subs)
 	for _, uri := range st.Subs {
 		l.subs[uri] = true

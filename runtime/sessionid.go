@@ -30,7 +30,11 @@ type SessionState struct {
 	Restore []byte
 	// Save keeps the session's state. The protocol's Session calls it on the dispatcher's
 	// goroutine whenever the state changed, before the request that changed it is answered;
-	// an error fails that request (a state that only this process knows would be lost).
+	// an error fails that request (a state that only this process knows would be lost), and
+	// the Session goes on with the state it had. A state is a JSON object whose "rev" member
+	// numbers it: a Session saves one more than the state it has, and takes (Restore,
+	// StateTaker) only a state numbered above its own, so that the transport keeps a state
+	// only over the one it was made from, and a state that arrives late is never taken.
 	Save func(state []byte) error
 }
 

@@ -87,7 +87,7 @@ func TestJoinWhileRedisIsDown(t *testing.T) {
 		t.Fatalf("while Redis is down: %v, want ErrUnavailable", err)
 	}
 	srv.Restart()
-	if err := ho.SessionStore.Put(ctx, "s", []byte("r"), 60e9); err != nil {
+	if ok, err := ho.SessionStore.Put(ctx, "s", 1, []byte("r"), 60e9); !ok || err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := ho.SessionStore.Get(ctx, "s", 60e9); string(rec) != "r" || err != nil {

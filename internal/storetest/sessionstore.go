@@ -9,13 +9,14 @@ import (
 )
 
 // SessionStore runs the SessionStore suite. open returns a new, empty store; the suite waits
-// out short TTLs in real time (they are a few hundred milliseconds).
+// out short TTLs in real time (a second at most).
 func SessionStore(t *testing.T, open func(t *testing.T) httpx.SessionStore) {
 	t.Run("PutThenGet", func(t *testing.T) { sessionsPutThenGet(t, open(t)) })
 	t.Run("NeverHad", func(t *testing.T) { sessionsNeverHad(t, open(t)) })
 	t.Run("Delete", func(t *testing.T) { sessionsDelete(t, open(t)) })
 	t.Run("ExpiresUnused", func(t *testing.T) { sessionsExpire(t, open(t)) })
 	t.Run("GetKeepsItAlive", func(t *testing.T) { sessionsGetKeepsAlive(t, open(t)) })
+	t.Run("EachRevisionOverTheOneBefore", func(t *testing.T) { sessionsRevisions(t, open(t)) })
 }
 
 func get(t *testing.T, s httpx.SessionStore, id string, ttl time.Duration) string {
@@ -30,10 +31,56 @@ func get(t *testing.T, s httpx.SessionStore, id string, ttl time.Duration) strin
 	return string(rec)
 }
 
+// put keeps rec as the next revision of id (the one after what the store has).
 func put(t *testing.T, s httpx.SessionStore, id, rec string, ttl time.Duration) {
 	t.Helper()
-	if err := s.Put(context.Background(), id, []byte(rec), ttl); err != nil {
-		t.Fatalf("Put(%q): %v", id, err)
+	for rev := uint64(1); rev < 100; rev++ {
+		ok, err := s.Put(context.Background(), id, rev, []byte(rec), ttl)
+		if err != nil {
+			t.Fatalf("Put(%q, %d): %v", id, rev, err)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("Put(%q): no revision taken", id)
+}
+
+func putRev(t *testing.T, s httpx.SessionStore, id string, rev uint64, rec string) bool {
+	t.Helper()
+	ok, err := s.Put(context.Background(), id, rev, []byte(rec), time.Minute)
+	if err != nil {
+		t.Fatalf("Put(%q, %d): %v", id, rev, err)
+	}
+	return ok
+}
+
+// sessionsRevisions: a revision is kept only over the one before it, so that of two saves
+// made at once one fails, and a record deleted is not written back.
+func sessionsRevisions(t *testing.T, s httpx.SessionStore) {
+	if putRev(t, s, "a", 2, "r2") {
+		t.Fatal("revision 2 of a session the store does not have was kept")
+	}
+	if !putRev(t, s, "a", 1, "r1") {
+		t.Fatal("revision 1 of a new session was refused")
+	}
+	if putRev(t, s, "a", 1, "again") {
+		t.Fatal("revision 1 was kept over revision 1")
+	}
+	if !putRev(t, s, "a", 2, "r2") {
+		t.Fatal("revision 2 over revision 1 was refused")
+	}
+	if putRev(t, s, "a", 2, "r2-elsewhere") || putRev(t, s, "a", 4, "r4") {
+		t.Fatal("a revision kept over another than the one before it")
+	}
+	if got := get(t, s, "a", time.Minute); got != "r2" {
+		t.Fatalf("record: %s, want r2", got)
+	}
+	if err := s.Delete(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if putRev(t, s, "a", 3, "r3") {
+		t.Fatal("a deleted session's next revision was kept: it would be served again")
 	}
 }
 
@@ -88,10 +135,10 @@ func sessionsExpire(t *testing.T, s httpx.SessionStore) {
 }
 
 func sessionsGetKeepsAlive(t *testing.T, s httpx.SessionStore) {
-	put(t, s, "a", "1", 300*time.Millisecond)
-	for range 4 { // 600 ms in all, each Get well within the TTL it renews
-		time.Sleep(150 * time.Millisecond)
-		if got := get(t, s, "a", 300*time.Millisecond); got != "1" {
+	put(t, s, "a", "1", time.Second)
+	for range 4 { // 1.6 s in all, past the first TTL, each Get well within the TTL it renews
+		time.Sleep(400 * time.Millisecond)
+		if got := get(t, s, "a", time.Second); got != "1" {
 			t.Fatalf("a, used within its TTL: %s", got)
 		}
 	}
