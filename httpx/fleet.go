@@ -288,10 +288,12 @@ func (f *fleet) listen(ctx context.Context) {
 				if s == nil {
 					continue // a session this instance does not hold
 				}
-				// Its mailbox is quick to drain; a session that has stopped takes nothing.
-				sctx, cancel := context.WithTimeout(s.stopped, fleetTimeout)
-				s.mailbox.Send(sctx, m)
-				cancel()
+				// Never waiting on one session's actor, which would hold up every other
+				// session's messages: one whose mailbox is full misses this one, as a
+				// message the bus lost (see above).
+				if s.mailbox.TrySend(m) != nil {
+					f.log.Warn("a message from another instance was dropped: the session's actor is behind", zap.String("session", id))
+				}
 			}
 		}
 		select {
@@ -338,8 +340,12 @@ func (f *fleet) ringer(ctx context.Context) {
 }
 
 // followPoll is how often an instance that follows another's stream looks at the store when
-// no bell has rung.
-const followPoll = time.Second
+// no bell has rung, and followQuiet how many such looks in a row, with nothing new, end the
+// stream: its owner has stopped, or a long request went quiet (the client resumes again).
+const (
+	followPoll  = time.Second
+	followQuiet = 60
+)
 
 // follow serves a resumption (a GET with Last-Event-ID) of a request stream that another
 // instance of the fleet keeps (MCP 2025-11-25, Transports › Streamable HTTP › Resumability and
@@ -370,6 +376,7 @@ func (h *MCPHandler) follow(w http.ResponseWriter, r *http.Request, s *session, 
 	var sse *sseWriter
 	poll := time.NewTicker(followPoll)
 	defer poll.Stop()
+	quiet := 0 // polls since the owner last rang
 	for {
 		frames, ok, err := s.store.After(ctx, s.id, stream, seq)
 		if err != nil || !ok {
@@ -391,14 +398,18 @@ func (h *MCPHandler) follow(w http.ResponseWriter, r *http.Request, s *session, 
 				return
 			}
 		}
-		if word == bellGone {
-			return // nothing more will be kept
+		if word == bellGone || quiet >= followQuiet {
+			return // nothing more will be kept; or the owner has gone silent (it stopped)
 		}
 		select {
 		case word = <-rings:
+			quiet = 0
 		case <-poll.C:
+			quiet++
 		case <-ctx.Done():
 			return
+		case <-s.stopped.Done():
+			return // the session ended here (deleted, or this instance is closing)
 		}
 	}
 }

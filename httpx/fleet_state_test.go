@@ -200,3 +200,50 @@ func TestFleet_SimultaneousSavesLeaveOneState(t *testing.T) {
 		}
 	}
 }
+
+// An instance's name is part of its streams' names, up to their first dash: in a fleet, a
+// name that is not letters and digits is refused at once.
+func TestFleet_AnInstanceNameOfLettersAndDigits(t *testing.T) {
+	s := mcp.NewServer(mcp.Implementation{Name: "rv", Version: "1"}, nil)
+	defer s.Close()
+	defer func() {
+		if recover() == nil {
+			t.Error("a fleet instance named web-2 was taken")
+		}
+	}()
+	httpx.NewMCPHandler(s, &httpx.MCPOptions{SessionStore: httpx.NewMemorySessionStore(), Instance: "web-2"})
+}
+
+// A Last-Event-ID that names no stream of the fleet's is refused at once: no instance is asked
+// to follow it.
+func TestFleet_AResumptionOfNoStreamAsksNoInstance(t *testing.T) {
+	bus := mcp.NewMemoryBus()
+	f := reviewFleet(t, 1, httpx.NewMemorySessionStore(), func(o *httpx.MCPOptions) { o.Bus = bus })
+	sid := rvInit(t, f[0].url)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heard, err := bus.Subscribe(ctx, "httpx/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, last := range []string{"zzz-garbage.3", "p3.1", "zzz-px.2"} {
+		req, _ := http.NewRequest("GET", f[0].url, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("Last-Event-ID", last)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("Last-Event-ID %q: %d, want 404", last, resp.StatusCode)
+		}
+	}
+	select {
+	case m := <-heard:
+		t.Fatalf("an instance was asked to follow a stream that is none: %q", m)
+	default:
+	}
+}

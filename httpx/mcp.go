@@ -156,6 +156,15 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 15 * time.Second
 	}
+	tag := o.Instance
+	if o.SessionStore != nil && tag == "" {
+		tag = newFleetTag()
+	}
+	for _, c := range tag { // in a fleet, a tag ends at the first dash of a stream's name (resume.go)
+		if o.SessionStore != nil && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			panic(fmt.Sprintf("httpx: MCPOptions.Instance %q names an instance of a fleet: use letters and digits only", o.Instance))
+		}
+	}
 	h := &MCPHandler{headers: headers, path: o.Path}
 	h.init(h, "mcp", doorOptions{
 		allowedOrigins: o.AllowedOrigins, allowedHosts: o.AllowedHosts,
@@ -173,10 +182,6 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 		h.sessions.store = NewMemoryEventStore(0, 0, 0)
 	}
 	if o.SessionStore != nil {
-		tag := o.Instance
-		if tag == "" {
-			tag = newFleetTag()
-		}
 		f := &fleet{store: o.SessionStore, bus: o.Bus, tag: tag, ttl: h.o.sessionIdle, host: &h.sessions, log: h.log,
 			bells: make(chan bell, 256)}
 		h.sessions.fleet = f
@@ -731,6 +736,17 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, 
 		}
 	}
 	wt, took := s.post(body, key, answers, cancels, h.sse(r))
+	if took == postRefused && s.fleet != nil {
+		// This instance's replica ended (expired, evicted, closing) after it was found; the
+		// session may live on in the fleet: find it again, once.
+		s.fleet.host.removeIf(s)
+		if again, err := h.sessions.find(r, s.id, h.rt, h); err == nil && again != nil && again != s {
+			again.active.Add(1)
+			defer again.active.Add(-1)
+			s = again
+			wt, took = s.post(body, key, answers, cancels, h.sse(r))
+		}
+	}
 	switch took {
 	case postRefused:
 		writeJSONError(w, http.StatusNotFound, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,

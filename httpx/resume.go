@@ -231,8 +231,11 @@ func (k *keptStreams) resume(stream string, seq uint64) (resumed, string) {
 // stream is followed where it is (remote: see fleet.follow); the GET stream's events kept
 // since are sent, and then this instance's own (it holds the session's GET stream now).
 func (k *keptStreams) resumeForeign(stream string, seq uint64) (resumed, string) {
-	if !strings.HasSuffix(stream, "-g") {
+	if isRequestStream(stream) {
 		return resumed{ok: true, remote: true}, ""
+	}
+	if !strings.HasSuffix(stream, "-g") {
+		return resumed{}, "" // no stream of this server's
 	}
 	frames, ok, err := k.s.store.After(context.Background(), k.s.id, stream, seq)
 	if err != nil || !ok {
@@ -244,6 +247,17 @@ func (k *keptStreams) resumeForeign(stream string, seq uint64) (resumed, string)
 	}
 	k.listen()
 	return r, ""
+}
+
+// isRequestStream reports whether stream is named as a fleet's request streams are:
+// tag-pN.
+func isRequestStream(stream string) bool {
+	_, n, ok := strings.Cut(stream, "-p")
+	if !ok || n == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(n, 10, 64)
+	return err == nil
 }
 
 // forget lets the store go of the session: it has ended. In a fleet the session lives on
