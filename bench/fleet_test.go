@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relayrt/relay/bench/httpload"
+	"github.com/relayrt/relay/internal/fleetflag"
+	"github.com/relayrt/relay/internal/hosttest"
+	"github.com/relayrt/relay/internal/redistest"
+)
+
+// commandStats are the calls Redis has served, by command (INFO commandstats: "get",
+// "getex", "client|setinfo", ...), and the connections it has accepted.
+type commandStats struct {
+	calls map[string]int
+	conns int // total_connections_received
+}
+
+// redisStats reads addr's INFO commandstats and stats over a connection of its own, in RESP
+// by hand, so that reading them costs one INFO (left out of every count) and nothing else.
+func redisStats(addr string) (commandStats, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return commandStats{}, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write([]byte("*3\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n$5\r\nstats\r\n")); err != nil {
+		return commandStats{}, err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return commandStats{}, err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return commandStats{}, fmt.Errorf("Redis answered INFO with %q", head)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil {
+		return commandStats{}, fmt.Errorf("Redis answered INFO with %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return commandStats{}, err
+	}
+	s := commandStats{calls: map[string]int{}}
+	for line := range strings.Lines(string(body)) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
+			s.conns, _ = strconv.Atoi(v)
+			continue
+		}
+		name, rest, ok := strings.Cut(line, ":")
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		if s.calls[name], err = strconv.Atoi(calls); err != nil {
+			return commandStats{}, fmt.Errorf("INFO commandstats: %q", line)
+		}
+	}
+	return s, nil
+}
+
+// commandDelta is what Redis served between two commandStats, the INFO calls that read
+// them left out.
+type commandDelta struct {
+	calls map[string]int // by command, only those with calls
+	conns int            // connections accepted
+}
+
+func (after commandStats) since(before commandStats) commandDelta {
+	d := commandDelta{calls: map[string]int{}, conns: after.conns - before.conns}
+	for name, n := range after.calls {
+		if name == "info" {
+			continue
+		}
+		if n -= before.calls[name]; n != 0 {
+			d.calls[name] = n
+		}
+	}
+	// Each redisStats is a connection of its own: the one that read after's stats was
+	// accepted after before's was.
+	d.conns--
+	return d
+}
+
+// total returns the calls of every command but those named.
+func (d commandDelta) total(except ...string) int {
+	n := 0
+	for name, c := range d.calls {
+		if !slices.Contains(except, name) {
+			n += c
+		}
+	}
+	return n
+}
+
+func (d commandDelta) String() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(d.calls)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, d.calls[name]))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no command")
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf("; %d connections", d.conns)
+}
+
+// quiet waits until Redis at addr has served nothing for a while (an instance that has just
+// started subscribes and opens its pool), and returns its stats then.
+func quiet(t testing.TB, addr string) commandStats {
+	t.Helper()
+	prev, err := redisStats(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(200 * time.Millisecond)
+		cur, err := redisStats(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.since(prev).total() == 0 {
+			return cur
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis kept serving commands for 10 s with nothing asked: %v", cur.since(prev))
+		}
+		prev = cur
+	}
+}
+
+// noFleetEnv clears $RELAY_REDIS_URL for tb, so that only --redis makes an instance of the
+// benchmarks and tests a member of a fleet.
+func noFleetEnv(tb testing.TB) {
+	if os.Getenv(fleetflag.Env) != "" {
+		tb.Setenv(fleetflag.Env, "")
+	}
+}
+
+// echoBinary builds examples/echo alone, once, into its own temporary directory (removed by
+// TestMain), for the tests: the benchmarks use relayEcho, which builds the peers too.
+var echoBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "relay-bench-echo-")
+	if err != nil {
+		return "", err
+	}
+	echoBinaryDir = dir
+	bin := hosttest.Exe(filepath.Join(dir, "echo"))
+	goTool := "go"
+	if p, err := exec.LookPath("go"); err == nil {
+		goTool = p
+	}
+	if out, err := run("..", nil, goTool, "build", "-o", bin, "./examples/echo"); err != nil {
+		return "", fmt.Errorf("go build ./examples/echo: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// echoBinaryDir is where echoBinary built, for TestMain to remove.
+var echoBinaryDir string
+
+// fleetRequests is how many requests of each generation TestFleetRedisCommands sends.
+const fleetRequests = 300
+
+// TestFleetRedisCommands checks what an instance of a fleet (examples/echo -http --redis)
+// asks of Redis per request, counted by Redis itself (INFO commandstats): a 2026-07-28
+// tools/call, neither a listen nor a task, asks nothing, beyond what the instance does on its
+// own while idle over the same span (the bus subscription's health PING); a request of an
+// initialize-generation session asks at most one command (GETEX of its record), plus a
+// small constant.
+func TestFleetRedisCommands(t *testing.T) {
+	noFleetEnv(t)
+	rs := redistest.Start(t)
+	bin, err := echoBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	p, err := startHTTP(ctx, []string{bin, "--redis", rs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	url := "http://" + p.addr + "/mcp"
+
+	t.Run("2026-07-28", func(t *testing.T) {
+		c, err := httpload.New(httpload.Config{URL: url, Conns: 8, Text: httpText})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Call(ctx); err != nil { // the connections and the instance's pool
+			t.Fatalf("%v%s", err, p.stderr.suffix())
+		}
+		before := quiet(t, rs.Addr)
+		start := time.Now()
+		res, err := c.Drive(ctx, fleetRequests, 0)
+		if err != nil || res.Errors > 0 {
+			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
+		}
+		// Let whatever the requests set off reach Redis before counting.
+		time.Sleep(100 * time.Millisecond)
+		span := time.Since(start)
+		after, err := redisStats(rs.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := after.since(before)
+
+		// The same span with nothing asked: what the instance does on its own.
+		time.Sleep(span)
+		idleAfter, err := redisStats(rs.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := idleAfter.since(after)
+		t.Logf("%d requests in %v: %v; idle over as long: %v", res.Requests, span.Round(time.Millisecond), busy, idle)
+
+		// A PING is the bus subscription checking its connection after 10 s of quiet: it may
+		// fall in either span, and is no request's.
+		if n, idleN := busy.total("ping"), idle.total("ping"); n > idleN {
+			t.Errorf("%d 2026-07-28 tools/call asked Redis %d commands (idle over as long: %d): %v",
+				res.Requests, n, idleN, busy)
+		}
+		if busy.conns > 0 {
+			t.Errorf("%d 2026-07-28 tools/call made the instance open %d connections to Redis", res.Requests, busy.conns)
+		}
+		if pings := busy.calls["ping"]; pings > 2 {
+			t.Errorf("%d PINGs in %v: more than the bus subscriptions' checks", pings, span)
+		}
+	})
+
+	t.Run("session", func(t *testing.T) {
+		const sessions = 4
+		c, err := httpload.New(httpload.Config{URL: url, Conns: 8, Sessions: sessions, Text: httpText})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Opens the sessions (initialize: their records are written), then grows the
+		// instance's pool of Redis connections to what 8 requests at once need.
+		if _, err := c.Call(ctx); err != nil {
+			t.Fatalf("%v%s", err, p.stderr.suffix())
+		}
+		if res, err := c.Drive(ctx, 100, 0); err != nil || res.Errors > 0 {
+			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
+		}
+		before := quiet(t, rs.Addr)
+		res, err := c.Drive(ctx, fleetRequests, 0)
+		if err != nil || res.Errors > 0 {
+			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
+		}
+		time.Sleep(100 * time.Millisecond)
+		after, err := redisStats(rs.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := after.since(before)
+		n := busy.total("ping")
+		t.Logf("%d requests on %d sessions: %v: %.3f commands per request", res.Requests, sessions, busy,
+			float64(n)/float64(res.Requests))
+		// The constant: the instance's pool opening a connection more (HELLO), should
+		// the requests' concurrency outgrow the warm-up's.
+		if limit := res.Requests + 16; n > limit {
+			t.Errorf("%d session requests asked Redis %d commands, more than one per request (+16): %v",
+				res.Requests, n, busy)
+		}
+		if getex := busy.calls["getex"]; getex > res.Requests {
+			t.Errorf("%d session requests read their record %d times", res.Requests, getex)
+		}
+	})
+}
