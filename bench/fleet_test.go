@@ -3,10 +3,15 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,4 +298,155 @@ func TestFleetRedisCommands(t *testing.T) {
 			t.Errorf("%d session requests read their record %d times", res.Requests, getex)
 		}
 	})
+}
+
+// fleetSetups are BenchmarkFleet's ways of serving: how many instances of examples/echo
+// -http, whether they share their state on Redis (--redis), and whether a round-robin
+// balancer stands in front.
+var fleetSetups = []struct {
+	name      string
+	instances int
+	redis     bool
+	balanced  bool
+}{
+	{"single", 1, false, false},      // one instance, alone
+	{"single-redis", 1, true, false}, // one instance, a fleet of one on Redis
+	{"balanced", 1, false, true},     // one instance, alone, behind the balancer
+	{"fleet3", 3, true, true},        // three instances on Redis behind the balancer
+}
+
+// fleetConns and fleetSessions are BenchmarkFleet's keep-alive connections (requests
+// outstanding) and, for proto=session, the initialize-generation sessions they share.
+const (
+	fleetConns    = 64
+	fleetSessions = 16
+)
+
+// BenchmarkFleet measures tools/call echo over Streamable HTTP on a fleet of examples/echo
+// -http instances sharing their state on Redis (a redis-server of its own per
+// sub-benchmark, internal/redistest), against one instance alone, at 64 requests outstanding
+// on keep-alive connections: proto=2026-07-28, self-contained requests that need no Redis,
+// and proto=session, requests of 16 initialize-generation sessions, each of which reads its
+// session's record from Redis (GETEX). The setups are in fleetSetups; the balancer is a
+// round-robin reverse proxy in the benchmark's own process (net/http/httputil), one backend
+// per request, so that consecutive requests of a session land on different instances.
+func BenchmarkFleet(b *testing.B) {
+	noFleetEnv(b)
+	echo := relayEcho(b)
+	for _, proto := range []struct {
+		name     string
+		sessions int
+	}{{"2026-07-28", 0}, {"session", fleetSessions}} {
+		for _, s := range fleetSetups {
+			b.Run("proto="+proto.name+"/setup="+s.name, func(b *testing.B) {
+				ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+				defer cancel()
+				cmd := slices.Clone(echo.cmd)
+				if s.redis {
+					cmd = append(cmd, "--redis", redistest.Start(b).URL)
+				}
+				f, err := startFleet(ctx, cmd, s.instances, s.balanced)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.stop()
+				c, err := httpload.New(httpload.Config{URL: "http://" + f.addr + "/mcp", Conns: fleetConns,
+					Sessions: proto.sessions, Text: httpText})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				if msg, err := c.Call(ctx); err != nil {
+					b.Fatalf("%v%s", err, f.output())
+				} else if testing.Verbose() {
+					b.Logf("answer: %s", msg)
+				}
+				timedDrive(ctx, b, c, f, fleetConns)
+			})
+		}
+	}
+}
+
+// fleetServer is instances of a server, alone or behind a round-robin balancer.
+type fleetServer struct {
+	addr      string // where to send requests: the balancer's, or the one instance's
+	instances []*httpProcess
+	balancer  *http.Server // nil without one
+	proxyTr   *http.Transport
+	done      chan struct{} // closed when the balancer's Serve returns
+}
+
+// startFleet starts n instances of cmd (each with -http on a port of its own) and, when
+// balanced, a round-robin reverse proxy in front of them on a free loopback port.
+func startFleet(ctx context.Context, cmd []string, n int, balanced bool) (*fleetServer, error) {
+	f := &fleetServer{}
+	for range n {
+		p, err := startHTTP(ctx, cmd)
+		if err != nil {
+			f.stop()
+			return nil, err
+		}
+		f.instances = append(f.instances, p)
+	}
+	f.addr = f.instances[0].addr
+	if !balanced {
+		return f, nil
+	}
+	targets := make([]*url.URL, n)
+	for i, p := range f.instances {
+		targets[i] = &url.URL{Scheme: "http", Host: p.addr}
+	}
+	f.proxyTr = &http.Transport{
+		Proxy:               nil, // never a proxy, whatever the environment says
+		MaxIdleConns:        2 * fleetConns,
+		MaxIdleConnsPerHost: fleetConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	var next atomic.Uint64
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(targets[(next.Add(1)-1)%uint64(n)])
+		},
+		Transport:     f.proxyTr,
+		FlushInterval: -1, // SSE answers go out as they come
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.stop()
+		return nil, err
+	}
+	f.addr = ln.Addr().String()
+	f.balancer = &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	f.done = make(chan struct{})
+	go func() {
+		defer close(f.done)
+		f.balancer.Serve(ln)
+	}()
+	return f, nil
+}
+
+// stop closes the balancer, if any, and stops every instance.
+func (f *fleetServer) stop() error {
+	if f.balancer != nil {
+		f.balancer.Close()
+		<-f.done
+		f.proxyTr.CloseIdleConnections()
+		f.balancer = nil
+	}
+	var errs []error
+	for _, p := range f.instances {
+		errs = append(errs, p.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// output returns what the instances wrote last.
+func (f *fleetServer) output() string {
+	var sb strings.Builder
+	for _, p := range f.instances {
+		sb.WriteString(p.output())
+	}
+	return sb.String()
 }
