@@ -245,17 +245,15 @@ func TestFleetRedisCommands(t *testing.T) {
 		idle := idleAfter.since(after)
 		t.Logf("%d requests in %v: %v; idle over as long: %v", res.Requests, span.Round(time.Millisecond), busy, idle)
 
-		// A PING is the bus subscription checking its connection after 10 s of quiet: it may
-		// fall in either span, and is no request's.
+		// A PING is a bus subscription checking its connection after 10 s of quiet (one per
+		// subscription, each on its own clock): it may fall in either span, and is no
+		// request's, so PINGs are left out of both counts.
 		if n, idleN := busy.total("ping"), idle.total("ping"); n > idleN {
 			t.Errorf("%d 2026-07-28 tools/call asked Redis %d commands (idle over as long: %d): %v",
 				res.Requests, n, idleN, busy)
 		}
 		if busy.conns > 0 {
 			t.Errorf("%d 2026-07-28 tools/call made the instance open %d connections to Redis", res.Requests, busy.conns)
-		}
-		if pings := busy.calls["ping"]; pings > 2 {
-			t.Errorf("%d PINGs in %v: more than the bus subscriptions' checks", pings, span)
 		}
 	})
 
