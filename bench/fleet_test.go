@@ -32,13 +32,18 @@ import (
 // commandStats are the calls Redis has served, by command (INFO commandstats: "get",
 // "getex", "client|setinfo", ...), and the connections it has accepted.
 type commandStats struct {
-	calls map[string]int
-	conns int // total_connections_received
+	calls  map[string]int
+	conns  int   // total_connections_received
+	probes int64 // redisStats calls so far, this one included: its connections are in conns
 }
+
+// statsProbes counts redisStats calls.
+var statsProbes atomic.Int64
 
 // redisStats reads addr's INFO commandstats and stats over a connection of its own, in RESP
 // by hand, so that reading them costs one INFO (left out of every count) and nothing else.
 func redisStats(addr string) (commandStats, error) {
+	probe := statsProbes.Add(1)
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return commandStats{}, err
@@ -64,7 +69,7 @@ func redisStats(addr string) (commandStats, error) {
 	if _, err := io.ReadFull(r, body); err != nil {
 		return commandStats{}, err
 	}
-	s := commandStats{calls: map[string]int{}}
+	s := commandStats{calls: map[string]int{}, probes: probe}
 	for line := range strings.Lines(string(body)) {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "total_connections_received:"); ok {
@@ -101,9 +106,9 @@ func (after commandStats) since(before commandStats) commandDelta {
 			d.calls[name] = n
 		}
 	}
-	// Each redisStats is a connection of its own: the one that read after's stats was
-	// accepted after before's was.
-	d.conns--
+	// Each redisStats is a connection of its own, accepted before its INFO: those after
+	// before's, after's included, are not the instance's.
+	d.conns -= int(after.probes - before.probes)
 	return d
 }
 
@@ -219,13 +224,13 @@ func TestFleetRedisCommands(t *testing.T) {
 		}
 		defer c.Close()
 		if _, err := c.Call(ctx); err != nil { // the connections and the instance's pool
-			t.Fatalf("%v%s", err, p.stderr.suffix())
+			t.Fatalf("%v%s", err, p.output())
 		}
 		before := quiet(t, rs.Addr)
 		start := time.Now()
 		res, err := c.Drive(ctx, fleetRequests, 0)
 		if err != nil || res.Errors > 0 {
-			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
+			t.Fatalf("%v: %v%s", res, err, p.output())
 		}
 		// Let whatever the requests set off reach Redis before counting.
 		time.Sleep(100 * time.Millisecond)
@@ -258,44 +263,71 @@ func TestFleetRedisCommands(t *testing.T) {
 	})
 
 	t.Run("session", func(t *testing.T) {
-		const sessions = 4
-		c, err := httpload.New(httpload.Config{URL: url, Conns: 8, Sessions: sessions, Text: httpText})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		// Opens the sessions (initialize: their records are written), then grows the
-		// instance's pool of Redis connections to what 8 requests at once need.
-		if _, err := c.Call(ctx); err != nil {
-			t.Fatalf("%v%s", err, p.stderr.suffix())
-		}
-		if res, err := c.Drive(ctx, 100, 0); err != nil || res.Errors > 0 {
-			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
-		}
-		before := quiet(t, rs.Addr)
-		res, err := c.Drive(ctx, fleetRequests, 0)
-		if err != nil || res.Errors > 0 {
-			t.Fatalf("%v: %v%s", res, err, p.stderr.suffix())
-		}
-		time.Sleep(100 * time.Millisecond)
-		after, err := redisStats(rs.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		busy := after.since(before)
-		n := busy.total("ping")
-		t.Logf("%d requests on %d sessions: %v: %.3f commands per request", res.Requests, sessions, busy,
-			float64(n)/float64(res.Requests))
-		// The constant: the instance's pool opening a connection more (HELLO), should
-		// the requests' concurrency outgrow the warm-up's.
-		if limit := res.Requests + 16; n > limit {
-			t.Errorf("%d session requests asked Redis %d commands, more than one per request (+16): %v",
-				res.Requests, n, busy)
-		}
-		if getex := busy.calls["getex"]; getex > res.Requests {
-			t.Errorf("%d session requests read their record %d times", res.Requests, getex)
-		}
+		sessionCommands(ctx, t, rs.Addr, url, p.output)
 	})
+
+	// Three instances on the same Redis behind a round-robin balancer: a session's
+	// requests land on each in turn, and each instance serves the session with a replica of
+	// its own, started from the record it reads.
+	t.Run("session-fleet3", func(t *testing.T) {
+		f, err := startFleet(ctx, []string{bin, "--redis", rs.URL}, 3, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.stop(); err != nil {
+				t.Error(err)
+			}
+		}()
+		sessionCommands(ctx, t, rs.Addr, "http://"+f.addr+"/mcp", f.output)
+	})
+}
+
+// sessionCommands sends fleetRequests requests of 4 initialize-generation sessions to url,
+// on 8 connections, and checks that they ask Redis (at redisAddr) at most one command each,
+// plus a small constant.
+func sessionCommands(ctx context.Context, t *testing.T, redisAddr, url string, output func() string) {
+	const sessions = 4
+	c, err := httpload.New(httpload.Config{URL: url, Conns: 8, Sessions: sessions, Text: httpText})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Opens the sessions (initialize: their records are written), then warms up: the
+	// instances grow their pools of Redis connections to what 8 requests at once need, and
+	// start their replicas of the sessions.
+	if _, err := c.Call(ctx); err != nil {
+		t.Fatalf("%v%s", err, output())
+	}
+	opened := quiet(t, redisAddr)
+	warm, err := c.Drive(ctx, 100, 0)
+	if err != nil || warm.Errors > 0 {
+		t.Fatalf("%v: %v%s", warm, err, output())
+	}
+	before := quiet(t, redisAddr)
+	t.Logf("warm-up, %d requests: %v", warm.Requests, before.since(opened))
+	res, err := c.Drive(ctx, fleetRequests, 0)
+	if err != nil || res.Errors > 0 {
+		t.Fatalf("%v: %v%s", res, err, output())
+	}
+	time.Sleep(100 * time.Millisecond)
+	after, err := redisStats(redisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := after.since(before)
+	n := busy.total("ping")
+	t.Logf("%d requests on %d sessions: %v: %.3f commands per request", res.Requests, sessions, busy,
+		float64(n)/float64(res.Requests))
+	// The constant: a pool opening a connection more (HELLO), should the requests'
+	// concurrency outgrow the warm-up's.
+	if limit := res.Requests + 16; n > limit {
+		t.Errorf("%d session requests asked Redis %d commands, more than one per request (+16): %v",
+			res.Requests, n, busy)
+	}
+	if getex := busy.calls["getex"]; getex > res.Requests {
+		t.Errorf("%d session requests read their record %d times", res.Requests, getex)
+	}
 }
 
 // fleetSetups are BenchmarkFleet's ways of serving: how many instances of examples/echo
