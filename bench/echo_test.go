@@ -49,6 +49,9 @@ func (r cleanupRun) Run() int {
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
+	if echoBinaryDir != "" {
+		os.RemoveAll(echoBinaryDir)
+	}
 	return code
 }
 

@@ -113,9 +113,9 @@ func benchHTTP(b *testing.B, cmd []string, conns int) {
 // up untimed (every connection opens, and the server grows its buffers and pools): each
 // b.Loop iteration hands one request to a free connection. It stops p and reports req/s and
 // the latency's p50 and p99.
-func timedDrive(ctx context.Context, b *testing.B, c *httpload.Client, p *httpProcess, conns int) {
+func timedDrive(ctx context.Context, b *testing.B, c *httpload.Client, p served, conns int) {
 	if _, err := c.Drive(ctx, 0, warmUp); err != nil {
-		b.Fatalf("%v%s", err, p.stderr.suffix())
+		b.Fatalf("%v%s", err, p.output())
 	}
 	// When b.Loop ends, it stops the timer with up to conns requests still outstanding:
 	// restart it so that ns/op counts them, like req/s does.
@@ -128,7 +128,7 @@ func timedDrive(ctx context.Context, b *testing.B, c *httpload.Client, p *httpPr
 	})
 	b.StopTimer()
 	if err != nil {
-		b.Fatalf("%v%s", err, p.stderr.suffix())
+		b.Fatalf("%v%s", err, p.output())
 	}
 	if res.Errors > 0 {
 		b.Fatalf("%d of %d answers were bad; the first: %s", res.Errors, res.Requests, res.FirstError)
@@ -146,6 +146,12 @@ func timedDrive(ctx context.Context, b *testing.B, c *httpload.Client, p *httpPr
 	b.ReportMetric(res.PerSecond(), "req/s")
 	b.ReportMetric(float64(res.Percentile(50))/float64(time.Microsecond), "p50-µs")
 	b.ReportMetric(float64(res.Percentile(99))/float64(time.Microsecond), "p99-µs")
+}
+
+// served is what timedDrive drives: one server process, or several behind a balancer.
+type served interface {
+	stop() error    // stops what serves, and says what went wrong
+	output() string // what it wrote last, as "\n<output>", for error messages
 }
 
 // httpProcess is a running HTTP server.
@@ -258,6 +264,8 @@ func (p *httpProcess) stop() error {
 	})
 	return p.stopErr
 }
+
+func (p *httpProcess) output() string { return p.stderr.suffix() }
 
 // tail keeps the last few KiB written to it, for error messages.
 type tail struct {
