@@ -289,10 +289,11 @@ func TestInstanceServesTheManifestsProbes(t *testing.T) {
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	cmd := exec.Command(bin, args...)
-	// The key as a Secret made --from-file of `openssl rand -hex 32 > key` gives it. No
-	// RELAY_REDIS_URL: there is no Redis here, and the instance's use of it is tested where
-	// it is built.
-	cmd.Env = append(os.Environ(), "RELAY_STATE_KEY="+hex.EncodeToString(raw)+"\n")
+	// The key as a Secret made --from-file of `openssl rand -hex 32 > key` gives it, and the
+	// manifest's RELAY_REDIS_URL, whose host does not exist here: an instance starts, and
+	// its probes answer, while its Redis cannot be reached (as while the Redis pod starts).
+	cmd.Env = append(os.Environ(), "RELAY_STATE_KEY="+hex.EncodeToString(raw)+"\n",
+		"RELAY_REDIS_URL="+env(c, "RELAY_REDIS_URL").Value)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
