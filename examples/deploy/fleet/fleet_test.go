@@ -90,15 +90,24 @@ func (in *instance) kill() {
 // fleet is nginx, round-robin without affinity, in front of three examples/everything
 // instances (a, b, c) that share a real redis-server and one state key, all on 127.0.0.1.
 type fleet struct {
-	url       string // nginx's /mcp
-	dir       string // nginx's prefix: access.log is there
-	redis     *redistest.Server
+	url       string            // nginx's /mcp
+	dir       string            // nginx's prefix: access.log is there
+	redis     *redistest.Server // nil when the test runs its own
 	instances map[string]*instance
 }
 
-// startFleet starts a Redis, three instances and nginx, all stopped when the test ends. args
-// are added to each instance's command line.
+// startFleet starts a Redis (redistest: nothing persisted), three instances and nginx, all
+// stopped when the test ends. args are added to each instance's command line.
 func startFleet(t *testing.T, args ...string) *fleet {
+	t.Helper()
+	r := redistest.Start(t)
+	f := startFleetOn(t, r.URL, args...)
+	f.redis = r
+	return f
+}
+
+// startFleetOn is startFleet on the Redis at redisURL, which the test runs.
+func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
 	t.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -108,7 +117,7 @@ func startFleet(t *testing.T, args ...string) *fleet {
 		nginx = "/usr/sbin/nginx"
 	}
 	bin := everythingBin(t)
-	f := &fleet{redis: redistest.Start(t), instances: map[string]*instance{}}
+	f := &fleet{instances: map[string]*instance{}}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "state-key")
 	if err := os.WriteFile(keyFile, []byte(stateKey+"\n"), 0o600); err != nil {
@@ -116,7 +125,7 @@ func startFleet(t *testing.T, args ...string) *fleet {
 	}
 	ports := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
-		in := startInstance(t, bin, name, append([]string{"--redis", f.redis.URL + "/?prefix=fleet-test:",
+		in := startInstance(t, bin, name, append([]string{"--redis", redisURL + "/?prefix=fleet-test:",
 			"--state-key-file", keyFile}, args...)...)
 		f.instances[name] = in
 		_, ports[name], _ = net.SplitHostPort(in.addr)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 type worker struct {
 	name string
 	c    *client.Client
+	rec  *recorder // its HTTP requests
 	ok   int
 	errs []string // what failed, when (ms from the start of the load), how
 }
@@ -43,8 +45,10 @@ func connectWorkers(ctx context.Context, t *testing.T, f *fleet, legacy, modern 
 	var ws []*worker
 	for i := range legacy + modern {
 		tr := client.HTTP(f.url)
-		tr.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		t.Cleanup(tr.Client.CloseIdleConnections)
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		t.Cleanup(base.CloseIdleConnections)
+		rec := &recorder{base: base}
+		tr.Client = &http.Client{Transport: rec}
 		opts := []client.Option{client.WithVersion("2025-11-25")}
 		name := fmt.Sprintf("legacy-%d", i)
 		if i >= legacy {
@@ -55,7 +59,7 @@ func connectWorkers(ctx context.Context, t *testing.T, f *fleet, legacy, modern 
 			t.Fatalf("%s: %v", name, err)
 		}
 		t.Cleanup(func() { c.Close() })
-		ws = append(ws, &worker{name: name, c: c})
+		ws = append(ws, &worker{name: name, c: c, rec: rec})
 	}
 	return ws
 }
@@ -75,6 +79,7 @@ func load(ctx context.Context, ws []*worker, during func(), at time.Duration) {
 				case ctx.Err() != nil: // the load's end, not a failure
 				default:
 					w.errs = append(w.errs, fmt.Sprintf("%s at %d ms: %v", w.name, time.Since(start).Milliseconds(), err))
+					time.Sleep(50 * time.Millisecond) // as a client that retries would
 				}
 			}
 		})
@@ -87,20 +92,25 @@ func load(ctx context.Context, ws []*worker, during func(), at time.Duration) {
 	wg.Wait()
 }
 
-// summary counts the calls that worked and lists the failures, grouped by message.
+// summary counts the calls that worked and lists the failures.
 func summary(ws []*worker) (ok int, failures []string) {
-	seen := map[string]int{}
 	for _, w := range ws {
 		ok += w.ok
-		for _, e := range w.errs {
-			failures = append(failures, e)
-			// Group by the message without the worker and the time.
-			_, msg, _ := strings.Cut(e, ": ")
-			seen[msg]++
-		}
+		failures = append(failures, w.errs...)
 	}
 	sort.Strings(failures)
 	return ok, failures
+}
+
+// kinds groups failures by their message (without the worker and the time, the message cut
+// at 160 bytes), with how many there were of each.
+func kinds(failures []string) map[string]int {
+	out := map[string]int{}
+	for _, e := range failures {
+		_, msg, _ := strings.Cut(e, " ms: ")
+		out[msg]++
+	}
+	return out
 }
 
 // TestKillOneInstanceUnderLoad SIGKILLs instance b while eight clients (six
@@ -138,4 +148,20 @@ func TestKillOneInstanceUnderLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sessions returns the session ids w's requests carried, in the order first seen, and how
+// many answers were 404 Not Found.
+func (w *worker) sessions() (ids []string, notFound int) {
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	for _, h := range w.rec.hops {
+		if h.session != "" && !slices.Contains(ids, h.session) {
+			ids = append(ids, h.session)
+		}
+		if h.status == http.StatusNotFound {
+			notFound++
+		}
+	}
+	return ids, notFound
 }

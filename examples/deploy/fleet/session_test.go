@@ -25,6 +25,7 @@ type hop struct {
 	session    string // the Mcp-Session-Id it carried
 	instance   string // the answer's Relay-Instance
 	status     int
+	answered   string // the answer's Mcp-Session-Id
 }
 
 // recorder is an http.RoundTripper that notes every request and who answered it.
@@ -56,7 +57,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	res, err := r.base.RoundTrip(req)
 	if err == nil {
-		h.instance, h.status = res.Header.Get("Relay-Instance"), res.StatusCode
+		h.instance, h.status, h.answered = res.Header.Get("Relay-Instance"), res.StatusCode, res.Header.Get("Mcp-Session-Id")
 	}
 	r.mu.Lock()
 	r.hops = append(r.hops, h)
