@@ -117,11 +117,14 @@ func kinds(failures []string) map[string]int {
 // initialize-generation sessions, two 2026-07-28 clients) call tools in a loop through nginx
 // round-robin. The other instances carry on and nginx stops sending to b (connect refused:
 // it passes the request to the next instance); no session is lost: every client's next calls
-// succeed, the sessions b opened included. A call in flight on b when it dies may fail: nginx
-// does not send a POST that reached an instance to another (it may have run there), so it
-// answers 502 Bad Gateway, which the client returns as an error (HTTP 502); a call whose
-// event stream b had begun is resumed by the client on another instance. The failures seen
-// are logged.
+// succeed, the sessions b served included. Only a call in flight on b when it dies may fail,
+// at most one per client. Measured (2026-12-02, five runs): 370-417 calls succeed in the 5 s,
+// 0-3 fail, all within 30 ms of the kill, in two ways: a 2025-11-25 call whose POST b held
+// gets nginx's 502 Bad Gateway page ("mcp/client: HTTP 502: <html>…"; nginx does not send a
+// POST that reached an instance to another, as it may have run there), and a 2026-07-28 call
+// whose event stream b had begun ends with "mcp/client: the server closed the event stream
+// of tools/call before answering" (2026-07-28 has no resumption). Both are safe to retry for
+// an idempotent tool.
 func TestKillOneInstanceUnderLoad(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	f := startFleet(t)
