@@ -65,8 +65,9 @@ func connectWorkers(ctx context.Context, t *testing.T, f *fleet, legacy, modern 
 }
 
 // load runs every worker's loop until ctx ends, calling during (at its offset from the
-// start) while the load runs.
-func load(ctx context.Context, ws []*worker, during func(), at time.Duration) {
+// start) while the load runs. It returns when during returned, in ms from the start (the
+// failures' times are too).
+func load(ctx context.Context, ws []*worker, during func(), at time.Duration) (doneAt int64) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, w := range ws {
@@ -87,9 +88,11 @@ func load(ctx context.Context, ws []*worker, during func(), at time.Duration) {
 	select {
 	case <-time.After(at):
 		during()
+		doneAt = time.Since(start).Milliseconds()
 	case <-ctx.Done():
 	}
 	wg.Wait()
+	return doneAt
 }
 
 // summary counts the calls that worked and lists the failures.

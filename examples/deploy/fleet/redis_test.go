@@ -27,7 +27,11 @@ import (
 // "the session has ended or never existed; initialize again without Mcp-Session-Id", on which
 // Relay's client initializes a new session and sends the request again by itself (its caller
 // sees the call succeed; the log level and subscriptions set in the old session are gone); a
-// raw HTTP client sees the 404.
+// raw HTTP client sees the 404. Measured (2026-12-02): about 400 calls succeed and 270 fail
+// in the 6 s; the failures are the -32000 above, plus a few "initialize: Server busy: the
+// session's state could not be kept … retry" (a re-initialize that reached an instance still
+// reconnecting) and at most one bare HTTP 503 with the same retryable error; the last failure
+// comes about 0.5 s after Redis answers again (the instances' Redis clients reconnect).
 func TestRedisRestartUnderLoad_NothingPersisted(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	f := startFleet(t)
@@ -35,12 +39,12 @@ func TestRedisRestartUnderLoad_NothingPersisted(t *testing.T) {
 	raw := rawSession(ctx, t, f.url)
 	lctx, stop := context.WithTimeout(ctx, 6*time.Second)
 	defer stop()
-	load(lctx, ws, func() {
+	back := load(lctx, ws, func() {
 		f.redis.Stop()
 		time.Sleep(2 * time.Second)
 		f.redis.Restart()
 	}, 1500*time.Millisecond)
-	checkOutage(t, ws)
+	checkOutage(t, ws, back)
 	for name, ids := range afterRestart(ctx, t, ws) {
 		// Two: the first, lost with Redis, and the one the client initialized after its 404.
 		// More when a re-initialize reached an instance while Redis was still down: it was
@@ -62,9 +66,18 @@ func TestRedisRestartUnderLoad_NothingPersisted(t *testing.T) {
 
 // checkOutage logs the calls that failed while Redis was down, and checks that each said to
 // retry.
-func checkOutage(t *testing.T, ws []*worker) {
+func checkOutage(t *testing.T, ws []*worker, back int64) {
 	t.Helper()
 	ok, failures := summary(ws)
+	var last int64
+	for _, e := range failures {
+		var ms int64
+		if _, after, ok := strings.Cut(e, " at "); ok {
+			fmt.Sscanf(after, "%d ms", &ms)
+		}
+		last = max(last, ms)
+	}
+	t.Logf("Redis answered PING again %d ms into the load; the last call failed at %d ms", back, last)
 	t.Logf("%d calls succeeded, %d failed; Redis down from 1500 to about 3500 ms of the 6 s load", ok, len(failures))
 	byGeneration := map[string]int{}
 	for _, w := range ws {
@@ -107,7 +120,10 @@ func afterRestart(ctx context.Context, t *testing.T, ws []*worker) map[string][]
 // TestRedisRestartUnderLoad_AppendOnly restarts a Redis that keeps its data
 // (--appendonly yes; stopped with SIGTERM, which writes it) for two seconds under the same
 // load. Meanwhile calls fail, each saying to retry; after, every session opened before the
-// restart goes on, under its own id: no answer 404, nothing initialized again.
+// restart goes on, under its own id: no answer 404, nothing initialized again. Measured
+// (2026-12-02): about 410 calls succeed and 280 fail in the 6 s, every failure the retryable
+// -32000 "Service unavailable: the session store cannot be reached; retry", the last about
+// 0.5 s after Redis answers again; the 2026-07-28 clients fail none.
 func TestRedisRestartUnderLoad_AppendOnly(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	r := startPersistentRedis(t)
@@ -116,12 +132,12 @@ func TestRedisRestartUnderLoad_AppendOnly(t *testing.T) {
 	raw := rawSession(ctx, t, f.url)
 	lctx, stop := context.WithTimeout(ctx, 6*time.Second)
 	defer stop()
-	load(lctx, ws, func() {
+	back := load(lctx, ws, func() {
 		r.stop()
 		time.Sleep(2 * time.Second)
 		r.start()
 	}, 1500*time.Millisecond)
-	checkOutage(t, ws)
+	checkOutage(t, ws, back)
 	for name, ids := range afterRestart(ctx, t, ws) {
 		if len(ids) != 1 {
 			t.Errorf("%s carried sessions %v: want the one it opened before the restart, kept", name, ids)
