@@ -261,3 +261,15 @@ func (f *fleet) spread(t *testing.T) map[string]map[string]int {
 	}
 	return out
 }
+
+// requireRedis skips t when redis-server is not installed, or fails it under
+// RELAY_REQUIRE_REDIS=1 (as CI sets it), for the tests that run redis-server themselves.
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv(redistest.RequireEnv) == "1" {
+			t.Fatalf("redis-server is not installed and %s=1: install it (Debian package redis-server)", redistest.RequireEnv)
+		}
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+}

@@ -206,9 +206,7 @@ type persistentRedis struct {
 
 func startPersistentRedis(t *testing.T) *persistentRedis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (Debian package redis-server)")
-	}
+	requireRedis(t)
 	r := &persistentRedis{t: t, dir: t.TempDir(), port: freePort(t)}
 	r.start()
 	t.Cleanup(r.stop)

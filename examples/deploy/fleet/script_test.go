@@ -21,9 +21,7 @@ import (
 // three instances, a session's included; on Ctrl-C (SIGINT) it stops redis-server, the
 // instances and nginx, and exits, leaving no process behind.
 func TestFleetScript(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (Debian package redis-server)")
-	}
+	requireRedis(t)
 	if _, err := exec.LookPath("nginx"); err != nil {
 		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
 			t.Skip("nginx is not installed (Debian package nginx)")
