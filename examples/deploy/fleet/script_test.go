@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,6 +101,9 @@ func TestFleetScript(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "fleet.sh: stopped") {
 		t.Errorf("fleet.sh did not say it stopped:\n%s", stderr.String())
+	}
+	if runtime.GOOS != "linux" {
+		return // the processes are read from /proc
 	}
 	if len(children) < 5 {
 		t.Errorf("fleet.sh ran %d processes, want redis-server, three instances and nginx: %+v", len(children), children)
