@@ -1,0 +1,275 @@
+//go:build unix
+
+package fleet
+
+// Unix only: nginx, redis-server and the instances are stopped and killed with signals
+// (SIGTERM, SIGQUIT, SIGKILL), and the tests kill one instance as a crash would.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/relayrt/relay/internal/redistest"
+)
+
+// binDir holds the binaries built for this test binary, once each.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "relay-fleet-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// everythingBin builds examples/everything once for the whole test binary and returns its
+// path.
+func everythingBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "everything")
+	buildOnce.Do(func() {
+		if out, err := exec.Command("go", "build", "-o", bin, "../../everything").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ../../everything: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+// stateKey is the key every instance of a test's fleet signs its requestState with.
+const stateKey = "4f1c2a9be07d53a8c6f0e9b7d2a41c85f3e6b90a7d18c24e5b3f6a0c9d8e7b12"
+
+// instance is one examples/everything process of a fleet.
+type instance struct {
+	name, addr string
+	cmd        *exec.Cmd
+	drained    chan struct{}
+	mu         sync.Mutex
+	killed     bool
+}
+
+// kill ends the instance with SIGKILL, as a crash or a lost host would, and reaps it.
+func (in *instance) kill() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.killed {
+		return
+	}
+	in.killed = true
+	in.cmd.Process.Kill()
+	<-in.drained
+	in.cmd.Wait()
+}
+
+// fleet is nginx, round-robin without affinity, in front of three examples/everything
+// instances (a, b, c) that share a real redis-server and one state key, all on 127.0.0.1.
+type fleet struct {
+	url       string            // nginx's /mcp
+	dir       string            // nginx's prefix: access.log is there
+	redis     *redistest.Server // nil when the test runs its own
+	instances map[string]*instance
+}
+
+// startFleet starts a Redis (redistest: nothing persisted), three instances and nginx, all
+// stopped when the test ends. args are added to each instance's command line.
+func startFleet(t *testing.T, args ...string) *fleet {
+	t.Helper()
+	r := redistest.Start(t)
+	f := startFleetOn(t, r.URL, args...)
+	f.redis = r
+	return f
+}
+
+// startFleetOn is startFleet on the Redis at redisURL, which the test runs.
+func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
+	t.Helper()
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, err = os.Stat("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx is not installed (Debian package nginx)")
+		}
+		nginx = "/usr/sbin/nginx"
+	}
+	bin := everythingBin(t)
+	f := &fleet{instances: map[string]*instance{}}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "state-key")
+	if err := os.WriteFile(keyFile, []byte(stateKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		in := startInstance(t, bin, name, append([]string{"--redis", redisURL + "/?prefix=fleet-test:",
+			"--state-key-file", keyFile}, args...)...)
+		f.instances[name] = in
+		_, ports[name], _ = net.SplitHostPort(in.addr)
+	}
+	lb := freePort(t)
+	conf, err := os.ReadFile("nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReplacer("@PREFIX@", dir, "@PORT_A@", ports["a"], "@PORT_B@", ports["b"],
+		"@PORT_C@", ports["c"], "@PORT_LB@", lb)
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(r.Replace(string(conf))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(nginx, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGQUIT) // graceful
+		cmd.Wait()
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Logf("nginx stderr:\n%s\nerror.log:\n%s", stderr.String(), log)
+		}
+	})
+	waitListening(t, "127.0.0.1:"+lb)
+	f.url = "http://127.0.0.1:" + lb + "/mcp"
+	f.dir = dir
+	return f
+}
+
+// startInstance runs examples/everything -http on a free port as the instance name, until
+// the test ends (then SIGTERM, and a clean exit is expected unless the test killed it), and
+// returns once its /readyz answers 200.
+func startInstance(t *testing.T, bin, name string, args ...string) *instance {
+	t.Helper()
+	addr := "127.0.0.1:" + freePort(t)
+	cmd := exec.Command(bin, append([]string{"-http", addr, "-instance", name}, args...)...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{name: name, addr: addr, cmd: cmd, drained: make(chan struct{})}
+	go func() { // keep draining the instance's log so that it never blocks
+		defer close(in.drained)
+		for s := bufio.NewScanner(stderr); s.Scan(); {
+			if testing.Verbose() && os.Getenv("RELAY_FLEET_LOG") != "" {
+				fmt.Fprintf(os.Stderr, "[%s] %s\n", name, s.Text())
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		if in.killed {
+			return
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-in.drained
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("instance %s did not shut down cleanly on SIGTERM: %v", name, err)
+		}
+	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return in
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s on %s never became ready: %v", name, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func waitListening(t *testing.T, addr string) {
+	for range 200 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// ctxFor is a context that ends with the test, or after d.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// spread reads nginx's access log and returns, for each session that sent requests through
+// it, how many of its requests each instance (by address) served.
+func (f *fleet) spread(t *testing.T) map[string]map[string]int {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(f.dir, "access.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]int{}
+	for line := range strings.Lines(string(log)) {
+		fields := strings.Fields(line)
+		if len(fields) != 4 {
+			continue
+		}
+		sid := strings.TrimPrefix(fields[3], "session=")
+		if sid == "" || sid == "-" {
+			continue
+		}
+		if out[sid] == nil {
+			out[sid] = map[string]int{}
+		}
+		out[sid][fields[0]]++
+	}
+	return out
+}
+
+// requireRedis skips t when redis-server is not installed, or fails it under
+// RELAY_REQUIRE_REDIS=1 (as CI sets it), for the tests that run redis-server themselves.
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv(redistest.RequireEnv) == "1" {
+			t.Fatalf("redis-server is not installed and %s=1: install it (Debian package redis-server)", redistest.RequireEnv)
+		}
+		t.Skip("redis-server is not installed (Debian package redis-server)")
+	}
+}
