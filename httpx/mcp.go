@@ -342,7 +342,7 @@ func (h *MCPHandler) post(w http.ResponseWriter, r *http.Request, _ string, body
 		}
 		s.active.Add(1)
 		defer s.active.Add(-1)
-		h.legacy(w, r, s, body, msg)
+		h.legacy(w, r, s, body, msg, nil)
 	case msg.Method == "initialize" && !modernMeta:
 		h.initialize(w, r, body, msg)
 	case msg.Kind == jsonrpc.KindNotification:
@@ -711,15 +711,21 @@ func (h *MCPHandler) initialize(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	defer s.active.Add(-1)
-	w.Header().Set("Mcp-Session-Id", s.id)
-	if ok := h.legacy(w, r, s, body, msg); !ok {
+	// The session is named only in an answer that is not an error: a refused initialize (its
+	// state could not be kept, say) opens no session for the client to use.
+	named := func(final []byte) {
+		if final == nil || jsonrpc.Field(final, "error") == nil {
+			w.Header().Set("Mcp-Session-Id", s.id)
+		}
+	}
+	if ok := h.legacy(w, r, s, body, msg, named); !ok {
 		h.sessions.remove(s.id)
 		s.close()
 	}
 }
 
 // legacy serves one message of a session. It reports whether a request succeeded.
-func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, body []byte, msg jsonrpc.Message) bool {
+func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, body []byte, msg jsonrpc.Message, head func(final []byte)) bool {
 	defer s.touch()
 	s.touch()
 	var key, answers, cancels string
@@ -777,6 +783,6 @@ func (h *MCPHandler) legacy(w http.ResponseWriter, r *http.Request, s *session, 
 	// In this generation a disconnect is not a cancellation: the request runs on, and what it
 	// sends is dropped.
 	final, finished := h.respond(w, r, reply{frames: wt.out, gone: wt.leave, inBand: true, id: msg.ID,
-		start: func() string { return s.startStream(key) }})
+		start: func() string { return s.startStream(key) }, head: head})
 	return finished && final != nil && jsonrpc.Field(final, "error") == nil
 }

@@ -25,6 +25,18 @@ type reply struct {
 	// it and returns the id to prime it with ("": it has been answered meanwhile), so that
 	// PollAfter can close a POST that is still waiting without a stream.
 	start func() string
+	// head, when set, is called once, just before the response's headers are written, with
+	// the final answer when it is known then (a JSON body) and nil when a stream starts:
+	// initialize names its session only in an answer that is not an error.
+	head func(final []byte)
+}
+
+// writeHead calls rp.head, once.
+func (rp *reply) writeHead(final []byte) {
+	if rp.head != nil {
+		rp.head(final)
+		rp.head = nil
+	}
 }
 
 // respond writes a request's frames to its client, for both protocols: one JSON body when
@@ -61,6 +73,7 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 					poll = nil // answered meanwhile: the answer is coming
 					continue
 				}
+				rp.writeHead(nil)
 				sse = startSSE(w)
 				sse.prime(id)
 			}
@@ -76,15 +89,18 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 				switch {
 				case sse != nil:
 				case sseOK:
+					rp.writeHead(nil)
 					startSSE(w) // and its end: the stream closes with nothing on it
 				default:
 					e := jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: this request will not be answered: it was cancelled, or its session ended")
 					if rp.id == nil {
 						rp.id = jsonrpc.Null
 					}
+					answer := jsonrpc.AppendError(nil, rp.id, e)
+					rp.writeHead(answer)
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusOK)
-					w.Write(jsonrpc.AppendError(nil, rp.id, e))
+					w.Write(answer)
 				}
 				return nil, true
 			}
@@ -94,6 +110,7 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 					continue // over the limit, a JSON-only client, or not this request's
 				}
 				if sse == nil {
+					rp.writeHead(nil)
 					sse = startSSE(w)
 					d.o.ops.stream(d.name, 1)
 					defer d.o.ops.stream(d.name, -1)
@@ -124,6 +141,7 @@ func (d *door) respond(w http.ResponseWriter, r *http.Request, rp reply) (final 
 				sse.eventWithID(answer, o.Event)
 				return answer, true
 			}
+			rp.writeHead(answer)
 			w.Header().Set("Content-Type", "application/json")
 			status, retry := d.p.status(answer)
 			if rp.inBand {

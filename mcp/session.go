@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -362,9 +363,11 @@ func (ss *session) save() error {
 		l.rev = st.Rev
 	}
 	if err != nil {
-		return &jsonrpc.Error{Code: CodeServerBusy,
-			Message: "Server busy: the session's state could not be kept where every instance finds it (" + err.Error() + "); retry",
-			Data:    map[string]any{"retryable": true}}
+		msg := "Server busy: the session's state could not be kept where every instance finds it: " + err.Error()
+		if !strings.HasSuffix(msg, "retry") {
+			msg += "; retry"
+		}
+		return &jsonrpc.Error{Code: CodeServerBusy, Message: msg, Data: map[string]any{"retryable": true}}
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ type Client struct {
 	capsJSON []byte    // the client's capabilities with the tasks extension, encoded
 	infoJSON []byte    // the client's info, encoded
 
-	reinit   sync.Mutex // held while a new session replaces one the server ended
+	reinit   sync.Mutex  // held while a new session replaces one the server ended
+	lost     atomic.Bool // the server ended the session and no new one could be started yet
 	mu       sync.Mutex
 	headers  map[string][]mcp.HeaderParam // x-mcp-header arguments of the tools listed, by tool
 	logLevel string                       // 2026-07-28: the level SetLogLevel asked for
@@ -239,6 +240,13 @@ func (c *Client) call(ctx context.Context, r request, opts ...CallOption) (json.
 		opt.applyCall(&co)
 	}
 	params := r.params
+	if c.lost.Load() && r.method != "initialize" {
+		// The session ended, and starting the new one failed (a refusal for now, say):
+		// this call starts it before it goes out, rather than going out with none.
+		if err := c.reinitialize(ctx, ""); err != nil {
+			return nil, err
+		}
+	}
 	for round := 0; ; round++ {
 		res, err := c.send(ctx, r, params, &co)
 		var ended *sessionEndedError
@@ -286,6 +294,7 @@ func (c *Client) reinitialize(ctx context.Context, ended string) error {
 	if sid := h.currentSession(); sid != "" && sid != ended {
 		return nil // another call has started the new session
 	}
+	c.lost.Store(true) // until the new session is in place
 	r, err := c.handshake(ctx, c.version)
 	if err != nil {
 		return err
@@ -293,7 +302,11 @@ func (c *Client) reinitialize(ctx context.Context, ended string) error {
 	if r.ProtocolVersion != c.version {
 		return fmt.Errorf("mcp/client: the server's new session speaks %s, not %s as the one it ended", r.ProtocolVersion, c.version)
 	}
-	return c.initialized(ctx)
+	if err := c.initialized(ctx); err != nil {
+		return err
+	}
+	c.lost.Store(false)
+	return nil
 }
 
 // send sends r once, with params, under a new id, and returns the raw result.

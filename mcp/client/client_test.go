@@ -643,6 +643,60 @@ func TestEndedSessionIsReplacedAndTheCallSentAgain(t *testing.T) {
 	}
 }
 
+// When the session ended and the new one could not be started (the server refused its
+// initialize, for now: a fleet whose store is down), the call fails, and the next call
+// starts the new session rather than going out with none.
+func TestARefusedReinitializeIsTriedAgainByTheNextCall(t *testing.T) {
+	h := httpx.NewMCPHandler(newFixture(), &httpx.MCPOptions{Logger: zap.NewNop()})
+	var mu sync.Mutex
+	var session string
+	refuse := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && refuse {
+			refuse = false
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"jsonrpc":"2.0","id":0,"error":{"code":-32000,"message":"Server busy; retry","data":{"retryable":true}}}`))
+			return
+		}
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+			mu.Lock()
+			session = sid
+			mu.Unlock()
+		}
+	}))
+	defer func() { srv.Close(); h.Close() }()
+	ctx := context.Background()
+	c, err := client.Connect(ctx, client.HTTP(srv.URL+"/mcp"), client.WithVersion(mcp.Version20251125))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mu.Lock()
+	del, _ := http.NewRequest(http.MethodDelete, srv.URL+"/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", session)
+	refuse = true
+	mu.Unlock()
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "one"}); err == nil {
+		t.Fatal("the call whose new session was refused succeeded")
+	}
+	res, err := c.CallTool(ctx, "echo", map[string]any{"text": "two"})
+	if err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if tc := res.Content[0].(*mcp.TextContent); tc.Text != "two" {
+		t.Fatalf("echo: %q", tc.Text)
+	}
+}
+
 // A URL-mode elicitation goes to the URL handler, never to the form one, which a client
 // with only the latter does not declare.
 func TestURLElicitationReachesItsOwnHandler(t *testing.T) {

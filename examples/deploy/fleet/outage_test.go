@@ -3,26 +3,19 @@
 package fleet
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestInitializeWhileRedisIsDown_NoSessionID shows a fleet bug (not yet fixed, so skipped
-// unless RELAY_FLEET_KNOWN_BUGS=1): an initialize that reaches an instance while Redis is
-// down is rightly refused, HTTP 200 with the JSON-RPC error -32000 "Server busy: the
-// session's state could not be kept … retry" (retryable), but the answer also carries an
-// Mcp-Session-Id header, for a session whose record was never written. A client that takes
-// the header (Relay's own client takes it from any answer) then sends its next requests with
-// that id: 503 while Redis is down, then 404 "the session has ended or never existed" on
-// every instance once it is back, and it must initialize again. Under load
-// (TestRedisRestartUnderLoad_NothingPersisted) that is a third or fourth session id for one
-// client instead of two. A refused initialize should name no session.
+// TestInitializeWhileRedisIsDown_NoSessionID: an initialize that reaches an instance while
+// Redis is down is refused, HTTP 200 with the JSON-RPC error -32000 "Server busy: the
+// session's state could not be kept … retry" (retryable), and names no session: a client
+// that took an Mcp-Session-Id from it (Relay's own takes it from any answer) would send its
+// next requests with an id whose record was never written, get 503 and then 404 once Redis
+// is back, and initialize again. It failed so before initialize named its session only in an
+// answer that is not an error.
 func TestInitializeWhileRedisIsDown_NoSessionID(t *testing.T) {
-	if os.Getenv("RELAY_FLEET_KNOWN_BUGS") != "1" {
-		t.Skip("known fleet bug: a refused initialize names a session (Mcp-Session-Id); RELAY_FLEET_KNOWN_BUGS=1 runs it")
-	}
 	ctx := ctxFor(t, 2*time.Minute)
 	f := startFleet(t)
 	f.redis.Stop()
