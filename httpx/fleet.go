@@ -22,8 +22,8 @@ import (
 // fleet is what a handler's sessions share with the other instances of a fleet
 // (MCPOptions.SessionStore and Bus): each instance that gets a request of a session runs a
 // session of its own for it (a replica: its own dispatcher and actor), started from the
-// session's record in the store, and the replicas tell each other, on the fleet's sessions topic of
-// the bus, what only one of them can act on:
+// session's record in the store, and the replicas tell each other, on the fleet's sessions
+// topic of the bus, what only one of them can act on:
 //
 //   - the client's answer to a request of the server's goes to the replica that asked (the
 //     ids of its requests carry its tag);
@@ -37,7 +37,8 @@ import (
 // store on each of the client's requests, with the record (one round trip, which also keeps
 // the record alive), and handed to the replica's dispatcher before the request when another
 // instance changed it: the client's next request sees what its last one set, wherever each
-// lands.
+// lands. Each state is a revision kept only over the one before it (SessionStore.Put): of
+// two changes made at once through two instances, one is refused and its client retries.
 //
 // Notifications that belong to no request (list changes, resource updates) go to the GET
 // stream of the replica that holds it: each replica hears the server's changes (mcp.Bus) and
@@ -55,7 +56,7 @@ type fleet struct {
 // fleetTimeout bounds a call to the store or the bus on a request's path.
 const fleetTimeout = 5 * time.Second
 
-// ErrSessionStore is what a request gets when the session store cannot be reached.
+// errSessionStore is what a request gets when the session store cannot be reached.
 var errSessionStore = errors.New("the session store cannot be reached")
 
 // newFleetTag returns a random tag for an instance that has no name.
