@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
 )
@@ -160,7 +162,21 @@ type taskRunner struct {
 	mu     sync.Mutex
 	live   map[string]*taskActor
 	closed bool
+	stop   chan struct{} // closed by Close; made with the first task (stopping)
 	wg     sync.WaitGroup
+}
+
+// stopping is closed once Close has begun.
+func (t *taskRunner) stopping() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stop == nil {
+		t.stop = make(chan struct{})
+		if t.closed {
+			close(t.stop)
+		}
+	}
+	return t.stop
 }
 
 // taskActor is a running task: how to stop it, and how to wake it when its questions have
@@ -193,6 +209,9 @@ var (
 func (s *Server) Close() {
 	t := &s.tasks
 	t.mu.Lock()
+	if !t.closed && t.stop != nil {
+		close(t.stop)
+	}
 	t.closed = true
 	for _, a := range t.live {
 		a.cancel(errServerClosed)
@@ -433,9 +452,33 @@ func (s *Server) settleTask(ctx context.Context, task *taskState, res any, err e
 		return true
 	}
 	ctx = context.WithoutCancel(ctx)
-	if _, err := s.taskStore().Update(ctx, task.principal, task.id, settle); errors.Is(err, ErrTaskLimit) {
-		status, raw, rpcErr = TaskFailed, nil, errTaskTooLarge // an outcome that fits
-		s.taskStore().Update(ctx, task.principal, task.id, settle)
+	// A shared store that cannot be reached now (a fleet's Redis, restarting) gets the
+	// outcome when it is back: tried again with backoff until the task would have expired
+	// anyway, or the server closes. Without it the task stays working until its TTL.
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(s.opts.TaskTTL))
+	for {
+		_, err := s.taskStore().Update(ctx, task.principal, task.id, settle)
+		if errors.Is(err, ErrTaskLimit) {
+			status, raw, rpcErr = TaskFailed, nil, errTaskTooLarge // an outcome that fits
+			_, err = s.taskStore().Update(ctx, task.principal, task.id, settle)
+		}
+		if err != nil {
+			changed = false // fn may have run, but nothing was kept
+		}
+		if err == nil || errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) {
+			break
+		}
+		wait := b.NextBackOff()
+		if wait == backoff.Stop {
+			break
+		}
+		select {
+		case <-time.After(wait):
+			continue
+		case <-s.tasks.stopping():
+		}
+		break
 	}
 	if changed {
 		s.taskChanged(task.id)

@@ -3,8 +3,10 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -421,4 +423,31 @@ func TestTaskPrincipal_AuthenticatedThenSessionThenNobody(t *testing.T) {
 			t.Errorf("TaskPrincipal = %q, want %q", got, c.want)
 		}
 	}
+}
+
+// downStore is a TaskStore whose Update fails, as a shared store does while it cannot be
+// reached, the next fail times.
+type downStore struct {
+	mcp.TaskStore
+	fail atomic.Int32
+}
+
+func (d *downStore) Update(ctx context.Context, principal, id string, fn func(t *mcp.TaskRecord) bool) (*mcp.TaskRecord, error) {
+	if d.fail.Add(-1) >= 0 {
+		return nil, errors.New("the store is unavailable; retry")
+	}
+	return d.TaskStore.Update(ctx, principal, id, fn)
+}
+
+// A task that ends while its store cannot be reached is settled once the store is back: it
+// stayed working until its TTL.
+func TestTasks_AnEndKeptOnceTheStoreIsBack(t *testing.T) {
+	store := &downStore{TaskStore: mcp.NewMemoryTaskStore(nil)}
+	s, started, release, _ := taskServer(t, &mcp.ServerOptions{TaskStore: store})
+	c := connect(t, s)
+	id := c.callTask("wait")
+	<-started
+	store.fail.Store(3)
+	close(release)
+	c.await(id, mcp.TaskCompleted)
 }
