@@ -129,13 +129,20 @@ func TestLegacySession_EveryRequestOnAnotherInstance(t *testing.T) {
 		if !strings.Contains(string(text), "action=accept") || !strings.Contains(string(text), "alice@example.com") {
 			t.Fatalf("test_elicitation: %s; want the accepted answer", text)
 		}
+		// The answer's POST may still be on its way back (its 202 comes after the instance
+		// passed the answer on, and the tool's result may overtake it): wait for it.
 		var call, answer string
-		for _, h := range rec.posts()[before:] {
-			switch h.rpc {
-			case "tools/call":
-				call = h.instance
-			case "answer":
-				answer = h.instance
+		for deadline := time.Now().Add(5 * time.Second); answer == "" && time.Now().Before(deadline); {
+			for _, h := range rec.posts()[before:] {
+				switch h.rpc {
+				case "tools/call":
+					call = h.instance
+				case "answer":
+					answer = h.instance
+				}
+			}
+			if answer == "" {
+				time.Sleep(10 * time.Millisecond)
 			}
 		}
 		t.Logf("the tool ran on %s; the elicitation's answer was POSTed to %s", call, answer)
