@@ -132,11 +132,11 @@ func (f *fleet) find(r *http.Request, s *session, id string, rt *runtime.Server,
 		}
 	}
 	if raw == nil {
-		if s != nil && s.recorded.Load() {
-			f.ended(s) // deleted or expired: through another instance, or while this one slept
-		}
 		if s != nil && !s.recorded.Load() {
 			return s, nil // its initialize is still being answered: nothing is kept yet
+		}
+		if s != nil {
+			f.ended(s) // deleted or expired: through another instance, or while this one slept
 		}
 		return nil, nil
 	}

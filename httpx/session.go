@@ -261,6 +261,18 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 		}
 		s.noteWaiting(calls)
 	}
+	// drop ends request key, cancelled by its client: its POST, if still waiting, ends with
+	// nothing more to say, and a cancelled request is owed nothing more, so it is done here
+	// too (its id may be used again, and nothing of it stays in the tables).
+	drop := func(key string) {
+		if w := waiters[key]; w != nil {
+			delete(waiters, key)
+			close(w.out)
+		}
+		delete(running, key)
+		forgetCalls(key)
+		kept.end(key, true)
+	}
 	for {
 		if closing && len(queue) == 0 && in != nil {
 			close(in) // EOF: the dispatcher drains; output still flows until it stops
@@ -319,17 +331,10 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 						queue = append(queue, runtime.Inbound{Frame: jsonrpc.SetMember(m.frame, "id", c.orig)})
 					}
 				case busCancel:
-					if !running[m.key] {
-						continue
+					if running[m.key] {
+						queue = append(queue, runtime.Inbound{Frame: m.frame})
+						drop(m.key) // as a cancel POSTed here: its POST gets nothing more
 					}
-					queue = append(queue, runtime.Inbound{Frame: m.frame})
-					if w := waiters[m.key]; w != nil { // as dropMsg: its POST gets nothing more
-						delete(waiters, m.key)
-						close(w.out)
-					}
-					delete(running, m.key)
-					forgetCalls(m.key)
-					kept.end(m.key, true)
 				case busState:
 					if rev, err := strconv.ParseUint(m.key, 10, 64); err == nil && in != nil && !closing && s.newer(rev) {
 						queue = append(queue, runtime.Inbound{Frame: m.frame, State: true})
@@ -391,15 +396,7 @@ func (s *session) run(in chan<- runtime.Inbound, out <-chan runtime.Outbound) {
 				}
 				m.ack <- kept.start(m.key)
 			case dropMsg:
-				if w := waiters[m.key]; w != nil {
-					delete(waiters, m.key)
-					close(w.out) // its POST, if still waiting, ends with nothing more to say
-				}
-				// A cancelled request is owed nothing more: it is done here too (its id may be
-				// used again, and nothing of it stays in the tables).
-				delete(running, m.key)
-				forgetCalls(m.key)
-				kept.end(m.key, true)
+				drop(m.key)
 			}
 		case <-quit:
 			quit = nil

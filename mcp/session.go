@@ -154,11 +154,7 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 		}
 		was := l.logLevel
 		l.logLevel = level
-		if err := ss.save(); err != nil {
-			l.logLevel = was
-			return runtime.Route{Err: err}
-		}
-		return runtime.Route{Result: json.RawMessage("{}")}
+		return ss.keep(func() { l.logLevel = was })
 	case "resources/subscribe", "resources/unsubscribe":
 		if !s.advertises("resources") {
 			break
@@ -168,20 +164,15 @@ func (ss *session) routeLegacy(req *runtime.Request) runtime.Route {
 			return runtime.Route{Err: err}
 		}
 		was := l.subs[uri]
-		if req.Method == "resources/subscribe" {
-			l.subs[uri] = true
-		} else {
-			delete(l.subs, uri)
-		}
-		if err := ss.save(); err != nil {
-			if was {
+		setSub := func(on bool) {
+			if on {
 				l.subs[uri] = true
 			} else {
 				delete(l.subs, uri)
 			}
-			return runtime.Route{Err: err}
 		}
-		return runtime.Route{Result: json.RawMessage("{}")}
+		setSub(req.Method == "resources/subscribe")
+		return ss.keep(func() { setSub(was) })
 	}
 	return runtime.Route{Err: errMethodNotFound(req.Method, "")}
 }
@@ -370,6 +361,16 @@ func (ss *session) save() error {
 		return &jsonrpc.Error{Code: CodeServerBusy, Message: msg, Data: map[string]any{"retryable": true}}
 	}
 	return nil
+}
+
+// keep answers a request that changed the legacy state: {} once the state is saved, or the
+// save's error after undo has put the state back as it was.
+func (ss *session) keep(undo func()) runtime.Route {
+	if err := ss.save(); err != nil {
+		undo()
+		return runtime.Route{Err: err}
+	}
+	return runtime.Route{Result: json.RawMessage("{}")}
 }
 
 // apply takes what the client set, as another connection of the session saved it.
