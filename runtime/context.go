@@ -99,12 +99,14 @@ func (e *entry) Value(key any) any {
 // interface): without it, every derived cancellable context would need a goroutine to watch
 // Done. The context package only ever passes a function that cancels a derived context (it
 // wraps anything of the caller's in one that starts a goroutine of its own), so f is called
-// directly when the request's context ends, on the goroutine that ends it.
+// directly when the request's context ends, on the goroutine that ends it. If it has already
+// ended, f runs on a goroutine of its own, as context.AfterFunc's does: the context package
+// calls AfterFunc holding the derived context's lock, which f takes.
 func (e *entry) AfterFunc(f func()) (stop func() bool) {
 	e.mu.Lock()
 	if e.state.Load() != ctxRunning {
 		e.mu.Unlock()
-		f()
+		go f()
 		return func() bool { return false }
 	}
 	a := &afterFunc{f}
