@@ -235,8 +235,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 			d.reapC = nil
 			d.reapIdle()
 		case <-grace:
-			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind",
+			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind, their requests answered with the shutdown error",
 				zap.Int("handlers", d.actors))
+			d.answerLeftBehind()
 			return nil
 		}
 	}
@@ -279,6 +280,25 @@ func (d *dispatcher) beginDrain() {
 	d.draining = true
 	close(d.drainCh)
 	d.deadline = time.After(d.s.opts.drainTimeout)
+}
+
+// answerLeftBehind answers the requests whose handlers ignored cancellation and are left
+// running: the peer is owed one answer for each, as if the handler had returned its
+// context's error, and the handler's own answer would come after the dispatcher has gone.
+// The entries stay in the table: stopWorkers ends their workers.
+func (d *dispatcher) answerLeftBehind() {
+	d.table.each(func(e *entry) {
+		var frame []byte
+		switch {
+		case e.cancelled:
+			if d.p.Cancelled != nil {
+				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
+			}
+		case d.p.Abandoned != nil:
+			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
+		}
+		d.finish(e.batch(), e.req.ID, frame)
+	})
 }
 
 // abandon cancels everything still in flight at the drain deadline.

@@ -629,6 +629,46 @@ func TestDrain_DeadlineCancelsAndAnswersPerProfile(t *testing.T) {
 	}
 }
 
+// A handler that ignores cancellation is left behind a second after the drain deadline; its
+// request is still answered, once: with the profile's error for a cancelled request if the
+// peer cancelled it, else with the abandoned one. The peer no longer waits for an answer
+// that would never come, and the handler's own answer, when it comes, is dropped.
+func TestDrain_HandlersLeftBehindAreStillAnsweredOnce(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	returned := make(chan struct{}, 2)
+	c := dial(t, profile(map[string]runtime.Handler{
+		"deaf": func(ctx context.Context, r *runtime.Request) (any, error) {
+			defer func() { returned <- struct{}{} }()
+			started <- struct{}{}
+			<-release
+			return "too late", nil
+		},
+	}, true), runtime.WithDrainTimeout(10*time.Millisecond))
+	c.send(req(1, "deaf"), req(2, "deaf"))
+	<-started
+	<-started
+	c.send(`{"jsonrpc":"2.0","method":"cancel","params":{"id":1}}`)
+	c.closeInput()
+	rest := c.rest()
+	close(release)
+	<-returned
+	<-returned
+	want := map[string]string{"1": "-32006", "2": "-32010"}
+	if len(rest) != len(want) {
+		t.Fatalf("want one answer for each request left behind, got %q", rest)
+	}
+	for _, f := range rest {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(f, &m); err != nil {
+			t.Fatal(err)
+		}
+		if code := want[string(m["id"])]; code == "" || !strings.Contains(string(f), code) {
+			t.Errorf("want request %s answered with %s, got %s", m["id"], code, f)
+		}
+	}
+}
+
 func TestShutdownRoute_NothingAfterItStarts(t *testing.T) {
 	c := dial(t, profile(nil, true))
 	c.send(req(1, "shutdown"), req(2, "now"))
