@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/gateway"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/fleetflag"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/mcp/client"
 	relayrt "github.com/relayrt/relay/runtime"
@@ -75,6 +76,11 @@ $RELAY_STATE_KEY (not both), so that a 2026-07-28 host's retry of a call that as
 input (input_required) may reach any of them: the gateway signs with it the requestState of
 the questions it asks for servers of the initialize generation, and hands it to its local
 servers in $RELAY_STATE_KEY, for the requestState a server of 2026-07-28 signs itself.
+With --listen, --redis URL (or $RELAY_REDIS_URL) makes the instances a fleet that needs no
+affinity: the sessions of hosts of the initialize generation, their SSE events and the
+answers to their servers' questions are shared through that Redis, so any instance serves
+any of their requests. Each instance runs servers of its own: a task of a local server is
+followed only through the instance that started it.
 
 Flags:
 `
@@ -91,6 +97,7 @@ func runGateway(args []string) int {
 	reloadEvery := fs.Duration("reload-check", 2*time.Second, "how often FILE is checked for a change, which reloads it as SIGHUP does (0: only SIGHUP)")
 	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
 	stateKey := statekey.AddFlag(fs, "the local servers get it in $"+statekey.Env+", so that those of 2026-07-28 sign theirs with it too")
+	redis := fleetflag.AddFlag(fs, "with --listen")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -104,7 +111,14 @@ func runGateway(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
 		return 2
 	}
-	key, err := stateKey.Key()
+	redisURL, err := redis.URL()
+	if err == nil && redisURL != "" && *listen == "" {
+		err = errors.New("--redis (or $" + fleetflag.Env + ") shares HTTP sessions: it goes with --listen")
+	}
+	var key []byte
+	if err == nil {
+		key, err = stateKey.Key()
+	}
 	if err == nil {
 		err = statekey.Export(key) // for the children: a 2026-07-28 upstream signs its own requestState
 	}
@@ -174,6 +188,15 @@ func runGateway(args []string) int {
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
+	member, err := redis.Join(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay gateway:", err)
+		return 2
+	}
+	defer member.Close()
+	// Only the sessions are shared (not the server's changes, Member.Server): every instance
+	// hears its servers' list changes and resource updates itself.
+	member.Handler(opts)
 	h := httpx.NewMCPHandler(g.Server(), opts)
 	defer h.Close()
 	mux := http.NewServeMux()

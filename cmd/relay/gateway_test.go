@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// relay gateway --help explains the configuration, the "relay" options and what is not
-// done yet; without --config it refuses to start, with exit status 2.
+// relay gateway --help explains the configuration, the "relay" options, the fleet and what
+// is not done yet; without --config, or with --redis on stdio, it refuses to start, with
+// exit status 2.
 func TestGatewayHelpAndMissingConfig(t *testing.T) {
 	code, out, errOut := rtRunOnce(t, "gateway", "--help")
 	if code != 0 {
@@ -14,12 +15,15 @@ func TestGatewayHelpAndMissingConfig(t *testing.T) {
 	}
 	usage := out + errOut
 	for _, want := range []string{"Usage: relay gateway --config FILE", "mcpServers", `"relay"`, "PREFIX__NAME", "-listen", "-separator", "Not yet",
-		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes"} {
+		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes", "-redis URL", "RELAY_REDIS_URL"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay gateway --help does not mention %q:\n%s", want, usage)
 		}
 	}
 	if code, _, errOut := rtRunOnce(t, "gateway"); code != 2 || !strings.Contains(errOut, "--config") {
 		t.Errorf("relay gateway without --config: exit %d, %q; want 2 and a word on --config", code, errOut)
+	}
+	if code, _, errOut := rtRunOnce(t, "gateway", "--config", "servers.json", "--redis", "redis://127.0.0.1:1"); code != 2 || !strings.Contains(errOut, "goes with --listen") {
+		t.Errorf("relay gateway --redis on stdio: exit %d, %q; want 2 and a word on --listen", code, errOut)
 	}
 }

@@ -40,7 +40,7 @@ func main() {
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key")
-	redis := fleetflag.AddFlag(flag.CommandLine)
+	redis := fleetflag.AddFlag(flag.CommandLine, "with -http")
 	flag.Parse()
 	key, err := stateKey.Key()
 	if err != nil {

@@ -90,7 +90,7 @@ func main() {
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	pollAfter := flag.Duration("poll-after", 0, "with -http: close a session request's event stream after this long without its answer; the client resumes it (SSE polling)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key; under relay bridge or relay gateway, the child reads the variable they hand it")
-	redis := fleetflag.AddFlag(flag.CommandLine)
+	redis := fleetflag.AddFlag(flag.CommandLine, "with -http")
 	flag.Parse()
 	key, err := stateKey.Key()
 	if err != nil {

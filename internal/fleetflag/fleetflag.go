@@ -22,15 +22,18 @@ const Env = "RELAY_REDIS_URL"
 const FlagName = "redis"
 
 // Usage is the flag's help text.
-const Usage = "with -http: the `URL` of the Redis this instance shares its state through with the other instances of its fleet " +
+const Usage = "the `URL` of the Redis this instance shares its state through with the other instances of its fleet " +
 	"(redis://[user:password@]host:port[/db], rediss:// for TLS; ?prefix=NAME: to share one Redis between fleets), " +
 	"so that any instance serves any request; or set $" + Env + ", not both. Default: none, this instance alone"
 
 // Flag is the --redis flag of a flag set.
 type Flag struct{ url *string }
 
-// AddFlag declares --redis on fs.
-func AddFlag(fs *flag.FlagSet) *Flag { return &Flag{url: fs.String(FlagName, "", Usage)} }
+// AddFlag declares --redis on fs, its help saying first what it goes with in that program
+// (such as "with -http").
+func AddFlag(fs *flag.FlagSet, with string) *Flag {
+	return &Flag{url: fs.String(FlagName, "", with+": "+Usage)}
+}
 
 // URL returns the fleet's Redis URL from the flag or from $RELAY_REDIS_URL: "" when neither
 // gives one, an error when both do.

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func parse(t *testing.T, args ...string) *Flag {
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	f := AddFlag(fs)
+	f := AddFlag(fs, "with -http")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}

@@ -62,10 +62,41 @@ func everythingBin(t *testing.T) string {
 	return bin
 }
 
+var (
+	relayOnce sync.Once
+	relayErr  error
+)
+
+// relayBin builds cmd/relay once for the whole test binary and returns its path.
+func relayBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(binDir, "relay")
+	relayOnce.Do(func() {
+		if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/relay").CombinedOutput(); err != nil {
+			relayErr = fmt.Errorf("go build ../../../cmd/relay: %v\n%s", err, out)
+		}
+	})
+	if relayErr != nil {
+		t.Fatal(relayErr)
+	}
+	return bin
+}
+
+// program is what a fleet's instances run: the command line of the instance named name,
+// serving on addr (the fleet adds --redis and --state-key-file).
+type program func(t *testing.T, name, addr string) []string
+
+// everything is examples/everything -http, with args.
+func everything(args ...string) program {
+	return func(t *testing.T, name, addr string) []string {
+		return append([]string{everythingBin(t), "-http", addr, "-instance", name}, args...)
+	}
+}
+
 // stateKey is the key every instance of a test's fleet signs its requestState with.
 const stateKey = "4f1c2a9be07d53a8c6f0e9b7d2a41c85f3e6b90a7d18c24e5b3f6a0c9d8e7b12"
 
-// instance is one examples/everything process of a fleet.
+// instance is one process of a fleet.
 type instance struct {
 	name, addr string
 	cmd        *exec.Cmd
@@ -87,8 +118,9 @@ func (in *instance) kill() {
 	in.cmd.Wait()
 }
 
-// fleet is nginx, round-robin without affinity, in front of three examples/everything
-// instances (a, b, c) that share a real redis-server and one state key, all on 127.0.0.1.
+// fleet is nginx, round-robin without affinity, in front of three instances (a, b, c; of
+// examples/everything unless the test chose another program) that share a real
+// redis-server and one state key, all on 127.0.0.1.
 type fleet struct {
 	url       string            // nginx's /mcp
 	dir       string            // nginx's prefix: access.log is there
@@ -96,18 +128,22 @@ type fleet struct {
 	instances map[string]*instance
 }
 
-// startFleet starts a Redis (redistest: nothing persisted), three instances and nginx, all
-// stopped when the test ends. args are added to each instance's command line.
-func startFleet(t *testing.T, args ...string) *fleet {
+// startFleet starts a Redis (redistest: nothing persisted), three instances of
+// examples/everything and nginx, all stopped when the test ends. args are added to each
+// instance's command line.
+func startFleet(t *testing.T, args ...string) *fleet { return startFleetOf(t, everything(args...)) }
+
+// startFleetOf is startFleet with instances that run p.
+func startFleetOf(t *testing.T, p program) *fleet {
 	t.Helper()
 	r := redistest.Start(t)
-	f := startFleetOn(t, r.URL, args...)
+	f := startFleetOn(t, r.URL, p)
 	f.redis = r
 	return f
 }
 
-// startFleetOn is startFleet on the Redis at redisURL, which the test runs.
-func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
+// startFleetOn is startFleetOf on the Redis at redisURL, which the test runs.
+func startFleetOn(t *testing.T, redisURL string, p program) *fleet {
 	t.Helper()
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
@@ -116,7 +152,6 @@ func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
 		}
 		nginx = "/usr/sbin/nginx"
 	}
-	bin := everythingBin(t)
 	f := &fleet{instances: map[string]*instance{}}
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "state-key")
@@ -125,8 +160,9 @@ func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
 	}
 	ports := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
-		in := startInstance(t, bin, name, append([]string{"--redis", redisURL + "/?prefix=fleet-test:",
-			"--state-key-file", keyFile}, args...)...)
+		addr := "127.0.0.1:" + freePort(t)
+		in := startInstance(t, name, addr, append(p(t, name, addr), "--redis", redisURL+"/?prefix=fleet-test:",
+			"--state-key-file", keyFile)...)
 		f.instances[name] = in
 		_, ports[name], _ = net.SplitHostPort(in.addr)
 	}
@@ -161,13 +197,12 @@ func startFleetOn(t *testing.T, redisURL string, args ...string) *fleet {
 	return f
 }
 
-// startInstance runs examples/everything -http on a free port as the instance name, until
+// startInstance runs the command line cmdline as the instance name serving on addr, until
 // the test ends (then SIGTERM, and a clean exit is expected unless the test killed it), and
 // returns once its /readyz answers 200.
-func startInstance(t *testing.T, bin, name string, args ...string) *instance {
+func startInstance(t *testing.T, name, addr string, cmdline ...string) *instance {
 	t.Helper()
-	addr := "127.0.0.1:" + freePort(t)
-	cmd := exec.Command(bin, append([]string{"-http", addr, "-instance", name}, args...)...)
+	cmd := exec.Command(cmdline[0], cmdline[1:]...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -124,7 +124,7 @@ func afterRestart(ctx context.Context, t *testing.T, ws []*worker) map[string][]
 func TestRedisRestartUnderLoad_AppendOnly(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	r := startPersistentRedis(t)
-	f := startFleetOn(t, r.url())
+	f := startFleetOn(t, r.url(), everything())
 	ws := connectWorkers(ctx, t, f, 6, 2)
 	raw := rawSession(ctx, t, f.url)
 	lctx, stop := context.WithTimeout(ctx, 6*time.Second)
