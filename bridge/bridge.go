@@ -40,6 +40,12 @@
 // (mrtr.go). Each generation sees its own shapes (shapes.go). A task
 // (io.modelcontextprotocol/tasks) is reached through an id that names the child running it
 // and is bound to the caller (tasks.go).
+//
+// Instances of a fleet (httpx.MCPOptions.SessionStore) share an initialize-generation
+// session on 2026-07-28 children: its state is kept in the store, and each instance that
+// gets a request of it pins it to a child of its own pool (kept.go). A session on children
+// of the initialize generation lives in its child, in one process
+// (Bridge.SessionsLiveInChildren).
 package bridge
 
 import (
@@ -338,6 +344,18 @@ func (b *Bridge) pin() (*childConn, int) {
 // Profile returns the forwarding MCP profile, for httpx.NewMCPProfileHandler.
 func (b *Bridge) Profile() runtime.Profile {
 	p := mcp.NewServer(mcp.Implementation{Name: "relay-bridge"}, nil).Profile() // MCP's rules
-	p.NewSession = func(peer *runtime.Peer) runtime.Session { return &session{b: b, peer: peer} }
+	p.NewSession = func(peer *runtime.Peer) runtime.Session {
+		s := &session{b: b, peer: peer}
+		if kept := peer.SessionState(); kept != nil && kept.Restore != nil {
+			s.TakeState(kept.Restore) // a session begun on another instance of a fleet (kept.go)
+		}
+		return s
+	}
 	return p
 }
+
+// SessionsLiveInChildren reports whether each initialize-generation session lives in a
+// child process of its own (the children speak only that generation): such a session can
+// be served only by the process that runs its child, so instances behind a load balancer
+// need affinity (on Mcp-Session-Id), and cannot share it through a fleet's store.
+func (b *Bridge) SessionsLiveInChildren() bool { return b.legacy }

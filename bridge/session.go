@@ -16,7 +16,9 @@ import (
 type session struct {
 	b          *Bridge
 	peer       *runtime.Peer
-	legacy     bool // the client opened with initialize
+	legacy     bool   // the client opened with initialize
+	version    string // that initialize negotiated
+	rev        uint64 // of the state kept (kept.go): the last saved or taken
 	clientCaps json.RawMessage
 	logLevel   string
 	pinned     *childConn // a legacy session's child of the pool, chosen at initialize, for its life
@@ -82,20 +84,21 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 	case req.Method == "logging/setLevel" && !s.b.legacy:
 		var level string
 		json.Unmarshal(jsonrpc.Field(req.Params, "level"), &level)
+		was := s.logLevel
 		s.logLevel = level // sent with every request as _meta logLevel
-		return runtime.Route{Result: json.RawMessage(`{}`)}
+		return s.keep(func() { s.logLevel = was })
 	case (req.Method == "resources/subscribe" || req.Method == "resources/unsubscribe") && !s.b.legacy:
 		// Delivered by the session's listen on its child, re-opened with the new set.
 		var uri string
 		json.Unmarshal(jsonrpc.Field(req.Params, "uri"), &uri)
-		s.subs = slices.DeleteFunc(s.subs, func(u string) bool { return u == uri })
+		was := s.subs
+		s.subs = slices.DeleteFunc(slices.Clone(s.subs), func(u string) bool { return u == uri })
 		if req.Method == "resources/subscribe" {
 			s.subs = append(s.subs, uri)
 		}
-		if s.listener != nil {
-			s.listener.update(s.b.now().caps, s.clientCaps, s.subs)
-		}
-		return runtime.Route{Result: json.RawMessage(`{}`)}
+		r := s.keep(func() { s.subs = was })
+		s.subscribed()
+		return r
 	}
 	return runtime.Route{Handler: s.forward(false, !s.b.legacy)}
 }
@@ -172,15 +175,14 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 	if !slices.Contains(mcp.LegacyVersions, version) {
 		version = mcp.LegacyVersions[0]
 	}
-	s.legacy, s.clientCaps = true, p.Capabilities
-	if s.pinned == nil {
-		s.pinned, s.pinIndex = s.b.pin() // every request of this session goes there (restarted in place)
-	}
-	if s.clientCaps == nil {
-		s.clientCaps = json.RawMessage(`{}`)
-	}
-	if s.pinned != nil && s.listener == nil && !s.b.legacy {
-		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.now().caps, s.clientCaps)
+	began := !s.legacy
+	s.begin(version, p.Capabilities)
+	if err := s.save(); err != nil {
+		if began { // a session no instance can find is not begun here either
+			s.Close()
+			s.legacy, s.pinned, s.listener = false, nil, nil
+		}
+		return runtime.Route{Err: err}
 	}
 	caps := s.b.now().caps
 	if caps == nil {
@@ -190,6 +192,30 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 	return runtime.Route{Result: map[string]json.RawMessage{
 		"protocolVersion": mustJSON(version), "capabilities": caps, "serverInfo": s.b.now().info,
 	}}
+}
+
+// begin starts the legacy session an initialize negotiated, here or on another instance
+// of a fleet (TakeState): pinned to a child of this pool, with a listen held there for its
+// subscriptions.
+func (s *session) begin(version string, clientCaps json.RawMessage) {
+	s.legacy, s.version, s.clientCaps = true, version, clientCaps
+	if s.clientCaps == nil {
+		s.clientCaps = json.RawMessage(`{}`)
+	}
+	if s.pinned == nil {
+		s.pinned, s.pinIndex = s.b.pin() // every request of this session goes there (restarted in place)
+	}
+	if s.pinned != nil && s.listener == nil && !s.b.legacy {
+		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.now().caps, s.clientCaps)
+		s.subscribed()
+	}
+}
+
+// subscribed re-opens the session's listen with its subscriptions now.
+func (s *session) subscribed() {
+	if s.listener != nil {
+		s.listener.update(s.b.now().caps, s.clientCaps, s.subs)
+	}
 }
 
 func (b *Bridge) discoverFromInit() json.RawMessage {

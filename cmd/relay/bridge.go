@@ -20,6 +20,7 @@ import (
 
 	"github.com/relayrt/relay/bridge"
 	"github.com/relayrt/relay/httpx"
+	"github.com/relayrt/relay/internal/fleetflag"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/record"
 	relayrt "github.com/relayrt/relay/runtime"
@@ -52,6 +53,13 @@ children that sign their input_required requestState with it (as Relay's example
 retry that reaches another instance, at the child of the same index in its pool. A question
 of a child of the initialize generation waits in the instance that asked it: its retry must
 reach that instance.
+--redis URL (or $RELAY_REDIS_URL) makes the instances a fleet that needs no affinity when
+CMD speaks 2026-07-28: the sessions of clients of the initialize generation, their SSE
+events and the answers to the questions asked of them are shared through that Redis, and
+any instance serves any of their requests from a child of its own pool. A task is followed
+only through the instance that started it. A CMD of the initialize generation keeps each
+session in a child of its own, on one instance: --redis is refused for it; put the
+instances behind a balancer with affinity on Mcp-Session-Id instead.
 
 Flags:
 `
@@ -72,6 +80,8 @@ func runBridge(args []string) int {
 	authClient := fs.String("auth-introspection-client", "", "client id to introspect opaque tokens with (RFC 7662); its secret comes from $RELAY_AUTH_INTROSPECTION_SECRET")
 	watch := fs.String("watch", "", "upgrade every child without downtime when this file (the server's binary or script) changes")
 	stateKey := statekey.AddFlag(fs, "the bridge hands it to its children in $"+statekey.Env+": they sign the requestState it passes on")
+	redis := fleetflag.AddFlag(fs, "for a CMD of 2026-07-28")
+	instance := instanceFlag(fs)
 	flags := addChildFlags(fs)
 	rec := addRecordFlags(fs, "record the frames between the bridge and each child in this directory, a file per child (NDJSON, created 0600), for relay replay")
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +95,14 @@ func runBridge(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
-	key, err := stateKey.Key()
+	_, err = redis.URL()
+	if err == nil {
+		err = checkInstance(*instance)
+	}
+	var key []byte
+	if err == nil {
+		key, err = stateKey.Key()
+	}
 	if err == nil {
 		err = statekey.Export(key) // the children sign the requestState the bridge passes on
 	}
@@ -128,11 +145,22 @@ func runBridge(args []string) int {
 		return 1
 	}
 	defer b.Close()
+	member, err := redis.Join(ctx)
+	if err == nil && member != nil && b.SessionsLiveInChildren() {
+		member.Close()
+		err = errors.New("--redis: CMD speaks only the initialize generation, so each session lives in a child of its own, on one instance, and cannot be shared; " +
+			"run the instances without --redis, behind a balancer with affinity on Mcp-Session-Id")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay bridge:", err)
+		return 2
+	}
+	defer member.Close()
 	stopUpgrades := upgradeOn(ctx, b.Upgrade, *watch, log)
 	defer stopUpgrades()
 	ops := httpx.NewOps(nil)
 	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)},
-		MaxSessions: *maxSessions, SessionIdle: *sessionIdle}
+		MaxSessions: *maxSessions, SessionIdle: *sessionIdle, Instance: *instance}
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
@@ -160,6 +188,7 @@ func runBridge(args []string) int {
 		opts.ProtectedResource = &httpx.ProtectedResourceMetadata{Resource: *authAudience,
 			AuthorizationServers: []string{*authIssuer}, ScopesSupported: scopes}
 	}
+	member.Handler(opts) // the sessions' state, events and answers, shared by the fleet
 	h := httpx.NewMCPProfileHandler(b.Profile(), b.ToolHeaders, opts)
 	defer h.Close()
 	mux := http.NewServeMux()

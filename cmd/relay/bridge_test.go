@@ -17,10 +17,25 @@ func TestBridgeHelpNamesTheSessionFlags(t *testing.T) {
 	usage := out + errOut
 	for _, want := range []string{"Usage: relay bridge [flags] -- CMD", "-max-sessions", "-spares", "-session-idle",
 		"-exit-on-give-up", "-pool", "a child process of its own", "-auth-issuer", "-auth-audience",
-		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes"} {
+		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes", "-redis URL", "RELAY_REDIS_URL", "-instance NAME",
+		"affinity on Mcp-Session-Id"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay bridge --help does not mention %q:\n%s", want, usage)
 		}
+	}
+}
+
+// relay bridge --redis over a CMD of the initialize generation is refused, with exit status
+// 2: each session lives in a child of its own, in one instance, and no other can serve it.
+// (Redis is never reached: an instance joins its fleet without waiting for it.)
+func TestBridgeRefusesRedisForChildrenOfTheInitializeGeneration(t *testing.T) {
+	t.Setenv(rtChildEnv, "legacy")
+	code, _, errOut := rtRunOnce(t, append([]string{"bridge", "--listen", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "--"}, rtSelf(t)...)...)
+	if code != 2 || !strings.Contains(errOut, "affinity on Mcp-Session-Id") {
+		t.Errorf("relay bridge --redis over a child of the initialize generation: exit %d, %q; want 2 and a word on affinity", code, errOut)
+	}
+	if code, _, errOut := rtRunOnce(t, "bridge", "--instance", "a.b", "--", "true"); code != 2 || !strings.Contains(errOut, "letters and digits") {
+		t.Errorf("relay bridge --instance a.b: exit %d, %q; want 2 and a word on the name", code, errOut)
 	}
 }
 

@@ -98,6 +98,7 @@ func runGateway(args []string) int {
 	quietChild := fs.Bool("quiet-child", false, "drop the local servers' stderr (default: each line is passed on to relay's stderr, prefixed with the server's name)")
 	stateKey := statekey.AddFlag(fs, "the local servers get it in $"+statekey.Env+", so that those of 2026-07-28 sign theirs with it too")
 	redis := fleetflag.AddFlag(fs, "with --listen")
+	instance := instanceFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -114,6 +115,9 @@ func runGateway(args []string) int {
 	redisURL, err := redis.URL()
 	if err == nil && redisURL != "" && *listen == "" {
 		err = errors.New("--redis (or $" + fleetflag.Env + ") shares HTTP sessions: it goes with --listen")
+	}
+	if err == nil {
+		err = checkInstance(*instance)
 	}
 	var key []byte
 	if err == nil {
@@ -184,7 +188,7 @@ func runGateway(args []string) int {
 		}
 		return 0
 	}
-	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)}}
+	opts := &httpx.MCPOptions{Ops: ops, Logger: log, Runtime: []relayrt.Option{tel.Option(telemetry.MCP)}, Instance: *instance}
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}

@@ -15,7 +15,7 @@ func TestGatewayHelpAndMissingConfig(t *testing.T) {
 	}
 	usage := out + errOut
 	for _, want := range []string{"Usage: relay gateway --config FILE", "mcpServers", `"relay"`, "PREFIX__NAME", "-listen", "-separator", "Not yet",
-		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes", "-redis URL", "RELAY_REDIS_URL"} {
+		"-state-key-file PATH", "RELAY_STATE_KEY", "at least 32 bytes", "-redis URL", "RELAY_REDIS_URL", "-instance NAME"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("relay gateway --help does not mention %q:\n%s", want, usage)
 		}

@@ -83,13 +83,13 @@ func relayBin(t *testing.T) string {
 }
 
 // program is what a fleet's instances run: the command line of the instance named name,
-// serving on addr (the fleet adds --redis and --state-key-file).
-type program func(t *testing.T, name, addr string) []string
+// serving on addr, with the fleet's flags (--redis, --state-key-file).
+type program func(t *testing.T, name, addr string, fleet ...string) []string
 
 // everything is examples/everything -http, with args.
 func everything(args ...string) program {
-	return func(t *testing.T, name, addr string) []string {
-		return append([]string{everythingBin(t), "-http", addr, "-instance", name}, args...)
+	return func(t *testing.T, name, addr string, fleet ...string) []string {
+		return append(append([]string{everythingBin(t), "-http", addr, "-instance", name}, fleet...), args...)
 	}
 }
 
@@ -161,8 +161,7 @@ func startFleetOn(t *testing.T, redisURL string, p program) *fleet {
 	ports := map[string]string{}
 	for _, name := range []string{"a", "b", "c"} {
 		addr := "127.0.0.1:" + freePort(t)
-		in := startInstance(t, name, addr, append(p(t, name, addr), "--redis", redisURL+"/?prefix=fleet-test:",
-			"--state-key-file", keyFile)...)
+		in := startInstance(t, name, addr, p(t, name, addr, "--redis", redisURL+"/?prefix=fleet-test:", "--state-key-file", keyFile)...)
 		f.instances[name] = in
 		_, ports[name], _ = net.SplitHostPort(in.addr)
 	}
