@@ -235,7 +235,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 			d.reapC = nil
 			d.reapIdle()
 		case <-grace:
-			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind, their requests answered with the shutdown error",
+			d.log.Error("request handlers ignored cancellation at shutdown; leaving them behind, their requests answered for them",
 				zap.Int("handlers", d.actors))
 			d.answerLeftBehind()
 			return nil
@@ -285,19 +285,30 @@ func (d *dispatcher) beginDrain() {
 // answerLeftBehind answers the requests whose handlers ignored cancellation and are left
 // running: the peer is owed one answer for each, as if the handler had returned its
 // context's error, and the handler's own answer would come after the dispatcher has gone.
-// The entries stay in the table: stopWorkers ends their workers.
+// Completions already queued are taken first: those handlers did answer. The entries stay
+// in the table: stopWorkers ends their workers. Like every answer it waits for the
+// transport, so a peer that stopped reading holds the dispatcher here too.
 func (d *dispatcher) answerLeftBehind() {
+	for queued := true; queued; {
+		select {
+		case ev := <-d.events:
+			d.event(ev)
+		default:
+			queued = false
+		}
+	}
 	d.table.each(func(e *entry) {
+		id := jsonrpc.ID(e.key()) // req.ID is the running handler's
 		var frame []byte
 		switch {
 		case e.cancelled:
 			if d.p.Cancelled != nil {
-				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
+				frame = jsonrpc.AppendError(nil, id, d.p.Cancelled)
 			}
 		case d.p.Abandoned != nil:
-			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
+			frame = jsonrpc.AppendError(nil, id, d.p.Abandoned)
 		}
-		d.finish(e.batch(), e.req.ID, frame)
+		d.finish(e.batch(), id, frame)
 	})
 }
 
