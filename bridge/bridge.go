@@ -345,9 +345,9 @@ func (b *Bridge) pin() (*childConn, int) {
 func (b *Bridge) Profile() runtime.Profile {
 	p := mcp.NewServer(mcp.Implementation{Name: "relay-bridge"}, nil).Profile() // MCP's rules
 	p.NewSession = func(peer *runtime.Peer) runtime.Session {
-		s := &session{b: b, peer: peer}
-		if kept := peer.SessionState(); kept != nil && kept.Restore != nil {
-			s.TakeState(kept.Restore) // a session begun on another instance of a fleet (kept.go)
+		s := &session{b: b, peer: peer, kept: peer.SessionState()}
+		if s.kept != nil && s.kept.Restore != nil {
+			s.TakeState(s.kept.Restore) // a session begun on another instance of a fleet (kept.go)
 		}
 		return s
 	}

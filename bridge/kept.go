@@ -3,11 +3,9 @@ package bridge
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
 )
@@ -16,8 +14,10 @@ import (
 // (runtime.SessionState: a fleet's store), so that every instance of a fleet serves it: what
 // its initialize declared, and the log level and subscriptions its client set since. The
 // children are stateless, so an instance that takes the session up pins it to a child of its
-// own pool and holds a listen there for its subscriptions. A session of legacy children
-// lives in its own child, in one process, and keeps nothing (see Bridge.SessionsLiveInChildren).
+// own pool and holds a listen there for its subscriptions; every instance that served the
+// session holds one, and only the one with the client's GET stream has it delivered. A
+// session of legacy children lives in its own child, in one process, and keeps nothing
+// (Bridge.SessionsLiveInChildren).
 
 // keptSession is a legacy session's state as its transport keeps it.
 type keptSession struct {
@@ -26,27 +26,21 @@ type keptSession struct {
 	Version    string          `json:"version"`
 	ClientCaps json.RawMessage `json:"caps"`
 	LogLevel   string          `json:"logLevel,omitempty"`
-	Subs       []string        `json:"subs,omitempty"`
+	Subs       []string        `json:"subs,omitempty"` // sorted
 }
 
-// save hands the session's state to the transport that keeps it, if any. An error is the
-// request's answer: the change it made is undone by the caller.
+// save hands the session's state to the transport that keeps it, if any.
 func (s *session) save() error {
-	kept := s.peer.SessionState()
-	if kept == nil || kept.Save == nil {
+	if s.kept == nil || s.kept.Save == nil {
 		return nil
 	}
 	st := keptSession{V: 1, Rev: s.rev + 1, Version: s.version, ClientCaps: s.clientCaps, LogLevel: s.logLevel, Subs: s.subs}
 	raw, err := json.Marshal(&st)
 	if err == nil {
-		err = kept.Save(raw)
+		err = s.kept.Save(raw)
 	}
 	if err != nil {
-		msg := "Server busy: the session's state could not be kept where every instance finds it: " + err.Error()
-		if !strings.HasSuffix(msg, "retry") {
-			msg += "; retry"
-		}
-		return &jsonrpc.Error{Code: mcp.CodeServerBusy, Message: msg, Data: map[string]any{"retryable": true}}
+		return mcp.StateNotKept(err)
 	}
 	s.rev = st.Rev
 	return nil
@@ -64,15 +58,12 @@ func (s *session) keep(undo func()) runtime.Route {
 
 // TakeState takes the state another instance's replica of the session saved: it begins the
 // session here if this replica has not, and takes what the client set since. A state that
-// cannot be read is logged and left; a state no newer than the one here is left too.
+// cannot be read, or is no newer than the one here, is left.
 func (s *session) TakeState(raw []byte) {
-	if s.b.legacy {
-		s.peer.Logger().Warn("bridge: a session's kept state is left: with children of the initialize generation, a session lives in its own child, on one instance")
-		return
-	}
 	var st keptSession
-	if err := json.Unmarshal(raw, &st); err != nil || st.V != 1 || st.Version == "" {
-		s.peer.Logger().Warn("bridge: a session's kept state could not be read, and is left", zap.Error(err), zap.Int("version", st.V))
+	if err := json.Unmarshal(raw, &st); err != nil || st.V != 1 || st.Version == "" || s.b.legacy {
+		s.peer.Logger().Warn("bridge: a session's kept state is left: unreadable, or kept for children of the initialize generation",
+			zap.Error(err), zap.Int("version", st.V))
 		return
 	}
 	if s.legacy && st.Rev <= s.rev {

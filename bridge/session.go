@@ -16,9 +16,10 @@ import (
 type session struct {
 	b          *Bridge
 	peer       *runtime.Peer
-	legacy     bool   // the client opened with initialize
-	version    string // that initialize negotiated
-	rev        uint64 // of the state kept (kept.go): the last saved or taken
+	legacy     bool                  // the client opened with initialize
+	version    string                // that initialize negotiated
+	kept       *runtime.SessionState // where the transport keeps its state (kept.go); nil: nowhere
+	rev        uint64                // of the state kept: the last saved or taken
 	clientCaps json.RawMessage
 	logLevel   string
 	pinned     *childConn // a legacy session's child of the pool, chosen at initialize, for its life
@@ -58,12 +59,18 @@ func (s *session) Notification(method string, params json.RawMessage) {
 func (s *session) Route(req *runtime.Request) runtime.Route {
 	meta := jsonrpc.Field(req.Params, "_meta")
 	modern := jsonrpc.Field(meta, mcp.MetaProtocolVersion) != nil
+	if s.legacy && s.pinned == nil && !s.b.legacy {
+		s.attach() // no child of the pool was up when the session began here
+	}
 	switch {
 	case modern && req.Method == "server/discover" && s.b.legacy:
 		return runtime.Route{Result: s.b.discoverFromInit()}
 	case modern && req.Method == "subscriptions/listen" && !s.b.legacy:
 		// A stream for the connection's life; it counts against the budget as any request does.
-		return runtime.Route{Handler: s.listen}
+		forward := s.forward(false, false)
+		return runtime.Route{Handler: func(ctx context.Context, rt *runtime.Request) (any, error) {
+			return s.listen(ctx, rt, forward)
+		}}
 	case modern && req.Method == "subscriptions/listen":
 		return runtime.Route{Handler: s.listenLegacy}
 	case modern && s.b.legacy && mrtrMethods[req.Method]:
@@ -91,13 +98,20 @@ func (s *session) Route(req *runtime.Request) runtime.Route {
 		// Delivered by the session's listen on its child, re-opened with the new set.
 		var uri string
 		json.Unmarshal(jsonrpc.Field(req.Params, "uri"), &uri)
+		i, had := slices.BinarySearch(s.subs, uri)
+		if had == (req.Method == "resources/subscribe") {
+			return runtime.Route{Result: json.RawMessage(`{}`)} // nothing changes
+		}
 		was := s.subs
-		s.subs = slices.DeleteFunc(slices.Clone(s.subs), func(u string) bool { return u == uri })
-		if req.Method == "resources/subscribe" {
-			s.subs = append(s.subs, uri)
+		if had {
+			s.subs = slices.Delete(slices.Clone(s.subs), i, i+1)
+		} else {
+			s.subs = slices.Insert(slices.Clone(s.subs), i, uri)
 		}
 		r := s.keep(func() { s.subs = was })
-		s.subscribed()
+		if r.Err == nil {
+			s.subscribed()
+		}
 		return r
 	}
 	return runtime.Route{Handler: s.forward(false, !s.b.legacy)}
@@ -170,18 +184,19 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 	}
+	if s.legacy {
+		return runtime.Route{Err: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "Invalid request: this session is already initialized; start a new one to initialize again"}}
+	}
 	json.Unmarshal(req.Params, &p)
 	version := p.ProtocolVersion
 	if !slices.Contains(mcp.LegacyVersions, version) {
 		version = mcp.LegacyVersions[0]
 	}
-	began := !s.legacy
 	s.begin(version, p.Capabilities)
-	if err := s.save(); err != nil {
-		if began { // a session no instance can find is not begun here either
-			s.Close()
-			s.legacy, s.pinned, s.listener = false, nil, nil
-		}
+	if err := s.save(); err != nil { // a session no instance can find is not begun here either
+		s.Close()
+		s.legacy, s.pinned, s.listener = false, nil, nil
 		return runtime.Route{Err: err}
 	}
 	caps := s.b.now().caps
@@ -195,15 +210,20 @@ func (s *session) initialize(req *runtime.Request) runtime.Route {
 }
 
 // begin starts the legacy session an initialize negotiated, here or on another instance
-// of a fleet (TakeState): pinned to a child of this pool, with a listen held there for its
-// subscriptions.
+// of a fleet (TakeState).
 func (s *session) begin(version string, clientCaps json.RawMessage) {
 	s.legacy, s.version, s.clientCaps = true, version, clientCaps
 	if s.clientCaps == nil {
 		s.clientCaps = json.RawMessage(`{}`)
 	}
+	s.attach()
+}
+
+// attach pins the session to a child of this pool, on which it holds a listen for its
+// subscriptions: every request of the session goes there (restarted in place).
+func (s *session) attach() {
 	if s.pinned == nil {
-		s.pinned, s.pinIndex = s.b.pin() // every request of this session goes there (restarted in place)
+		s.pinned, s.pinIndex = s.b.pin()
 	}
 	if s.pinned != nil && s.listener == nil && !s.b.legacy {
 		s.listener = startLegacyListener(s.b.ctx, s.pinned, s.peer, s.b.now().caps, s.clientCaps)
@@ -231,7 +251,8 @@ func (b *Bridge) discoverFromInit() json.RawMessage {
 // forward returns the handler that sends a request to a child. stripMeta: the client is
 // modern, the child legacy; addMeta: the client is legacy, the child modern.
 func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
-	pinned := s.pinned // read on the dispatcher's goroutine, where the session lives
+	// Read on the dispatcher's goroutine, where the session lives.
+	pinned, clientCaps, logLevel := s.pinned, s.clientCaps, s.logLevel
 	return func(ctx context.Context, rt *runtime.Request) (any, error) {
 		c := pinned
 		if c == nil {
@@ -274,13 +295,13 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 		case addMeta:
 			meta := map[string]json.RawMessage{
 				mcp.MetaProtocolVersion:    mustJSON(mcp.Version20260728),
-				mcp.MetaClientCapabilities: s.clientCaps,
+				mcp.MetaClientCapabilities: clientCaps,
 			}
 			if token != nil {
 				meta["progressToken"] = token
 			}
-			if s.logLevel != "" {
-				meta[mcp.MetaLogLevel] = mustJSON(s.logLevel)
+			if logLevel != "" {
+				meta[mcp.MetaLogLevel] = mustJSON(logLevel)
 			}
 			params = jsonrpc.SetMember(params, "_meta", mustJSON(meta))
 		}
@@ -351,7 +372,7 @@ func (s *session) forward(stripMeta, addMeta bool) runtime.Handler {
 // listen forwards a subscriptions/listen to a child for as long as the client keeps it. When
 // the bridge shuts down, the child's stream is cancelled and the client's is ended as DIGEST
 // A9 asks of a graceful end: a complete result naming the subscription.
-func (s *session) listen(ctx context.Context, rt *runtime.Request) (any, error) {
+func (s *session) listen(ctx context.Context, rt *runtime.Request, forward runtime.Handler) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // ends with the request: cancel above runs when listen returns
@@ -361,7 +382,7 @@ func (s *session) listen(ctx context.Context, rt *runtime.Request) (any, error) 
 		case <-ctx.Done():
 		}
 	}()
-	res, err := s.forward(false, false)(ctx, rt)
+	res, err := forward(ctx, rt)
 	select {
 	case <-rt.Draining():
 		return mustJSON(map[string]any{"resultType": "complete",

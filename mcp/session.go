@@ -354,13 +354,20 @@ func (ss *session) save() error {
 		l.rev = st.Rev
 	}
 	if err != nil {
-		msg := "Server busy: the session's state could not be kept where every instance finds it: " + err.Error()
-		if !strings.HasSuffix(msg, "retry") {
-			msg += "; retry"
-		}
-		return &jsonrpc.Error{Code: CodeServerBusy, Message: msg, Data: map[string]any{"retryable": true}}
+		return StateNotKept(err)
 	}
 	return nil
+}
+
+// StateNotKept is the answer to a request whose change of a session's state its transport
+// could not keep (runtime.SessionState's Save failed, a fleet's store being out of reach):
+// the change is undone, and the client may retry.
+func StateNotKept(err error) *jsonrpc.Error {
+	msg := "Server busy: the session's state could not be kept where every instance finds it: " + err.Error()
+	if !strings.HasSuffix(msg, "retry") {
+		msg += "; retry"
+	}
+	return &jsonrpc.Error{Code: CodeServerBusy, Message: msg, Data: map[string]any{"retryable": true}}
 }
 
 // keep answers a request that changed the legacy state: {} once the state is saved, or the
