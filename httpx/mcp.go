@@ -140,6 +140,18 @@ func NewMCPHandler(s *mcp.Server, opts *MCPOptions) *MCPHandler {
 	return NewMCPProfileHandler(s.Profile(), s.ToolHeaderParams, opts)
 }
 
+// CheckInstance says what is wrong with name as MCPOptions.Instance: an instance of a fleet
+// is named with letters and digits only (a stream's name ends the instance's at its first
+// dash), and names kept to that work everywhere (headers, session ids).
+func CheckInstance(name string) error {
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return fmt.Errorf("instance name %q: use letters and digits only", name)
+		}
+	}
+	return nil
+}
+
 // NewMCPProfileHandler serves any MCP profile over Streamable HTTP, not only an mcp.Server's:
 // a bridge to other servers, say. headers reports a tool's mirrored arguments (nil: none).
 func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.HeaderParam, opts *MCPOptions) *MCPHandler {
@@ -160,10 +172,8 @@ func NewMCPProfileHandler(p runtime.Profile, headers func(tool string) []mcp.Hea
 	if o.SessionStore != nil && tag == "" {
 		tag = newFleetTag()
 	}
-	for _, c := range tag { // in a fleet, a tag ends at the first dash of a stream's name (resume.go)
-		if o.SessionStore != nil && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			panic(fmt.Sprintf("httpx: MCPOptions.Instance %q names an instance of a fleet: use letters and digits only", o.Instance))
-		}
+	if err := CheckInstance(tag); err != nil && o.SessionStore != nil {
+		panic("httpx: MCPOptions.Instance names an instance of a fleet: " + err.Error())
 	}
 	h := &MCPHandler{headers: headers, path: o.Path}
 	h.init(h, "mcp", doorOptions{

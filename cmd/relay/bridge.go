@@ -95,10 +95,7 @@ func runBridge(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
-	_, err = redis.URL()
-	if err == nil {
-		err = checkInstance(*instance)
-	}
+	err = httpx.CheckInstance(*instance)
 	var key []byte
 	if err == nil {
 		key, err = stateKey.Key()
@@ -106,10 +103,16 @@ func runBridge(args []string) int {
 	if err == nil {
 		err = statekey.Export(key) // the children sign the requestState the bridge passes on
 	}
+	var member *fleetflag.Member // joined now, so that a bad URL is told before anything starts
+	if err == nil {
+		member, err = redis.Join(context.Background())
+		fleetflag.Unexport() // the children serve this instance, not the fleet
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
+	defer member.Close()
 	if len(fs.Args()) == 0 {
 		fmt.Fprintln(os.Stderr, "relay bridge: no command; put it after --, e.g. relay bridge -- ./server --stdio")
 		return 2
@@ -145,17 +148,11 @@ func runBridge(args []string) int {
 		return 1
 	}
 	defer b.Close()
-	member, err := redis.Join(ctx)
-	if err == nil && member != nil && b.SessionsLiveInChildren() {
-		member.Close()
-		err = errors.New("--redis: CMD speaks only the initialize generation, so each session lives in a child of its own, on one instance, and cannot be shared; " +
+	if member != nil && b.SessionsLiveInChildren() {
+		fmt.Fprintln(os.Stderr, "relay bridge: --redis: CMD speaks only the initialize generation, so each session lives in a child of its own, on one instance, and cannot be shared; "+
 			"run the instances without --redis, behind a balancer with affinity on Mcp-Session-Id")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
 	}
-	defer member.Close()
 	stopUpgrades := upgradeOn(ctx, b.Upgrade, *watch, log)
 	defer stopUpgrades()
 	ops := httpx.NewOps(nil)

@@ -27,7 +27,8 @@ func TestBridgeHelpNamesTheSessionFlags(t *testing.T) {
 
 // relay bridge --redis over a CMD of the initialize generation is refused, with exit status
 // 2: each session lives in a child of its own, in one instance, and no other can serve it.
-// (Redis is never reached: an instance joins its fleet without waiting for it.)
+// (Redis is never reached: an instance joins its fleet without waiting for it.) So are an
+// instance name that is not one and a Redis URL that is not one.
 func TestBridgeRefusesRedisForChildrenOfTheInitializeGeneration(t *testing.T) {
 	t.Setenv(rtChildEnv, "legacy")
 	code, _, errOut := rtRunOnce(t, append([]string{"bridge", "--listen", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "--"}, rtSelf(t)...)...)
@@ -36,6 +37,10 @@ func TestBridgeRefusesRedisForChildrenOfTheInitializeGeneration(t *testing.T) {
 	}
 	if code, _, errOut := rtRunOnce(t, "bridge", "--instance", "a.b", "--", "true"); code != 2 || !strings.Contains(errOut, "letters and digits") {
 		t.Errorf("relay bridge --instance a.b: exit %d, %q; want 2 and a word on the name", code, errOut)
+	}
+	// A Redis URL that cannot be one is told before any child starts.
+	if code, _, errOut := rtRunOnce(t, "bridge", "--redis", "http://127.0.0.1:1", "--", "no-such-command"); code != 2 || !strings.Contains(errOut, "Redis URL") {
+		t.Errorf("relay bridge --redis http://…: exit %d, %q; want 2 and a word on the URL", code, errOut)
 	}
 }
 

@@ -112,12 +112,9 @@ func runGateway(args []string) int {
 		fmt.Fprintln(os.Stderr, "relay gateway: give the host configuration with --config FILE (and no other arguments)")
 		return 2
 	}
-	redisURL, err := redis.URL()
-	if err == nil && redisURL != "" && *listen == "" {
-		err = errors.New("--redis (or $" + fleetflag.Env + ") shares HTTP sessions: it goes with --listen")
-	}
-	if err == nil {
-		err = checkInstance(*instance)
+	err := httpx.CheckInstance(*instance)
+	if err == nil && redis.Given() && *listen == "" {
+		err = errors.New("--redis shares HTTP sessions: it goes with --listen")
 	}
 	var key []byte
 	if err == nil {
@@ -126,10 +123,18 @@ func runGateway(args []string) int {
 	if err == nil {
 		err = statekey.Export(key) // for the children: a 2026-07-28 upstream signs its own requestState
 	}
+	// Joined now, so that a bad URL is told before anything starts; on stdio,
+	// $RELAY_REDIS_URL is not this instance's.
+	var member *fleetflag.Member
+	if err == nil && *listen != "" {
+		member, err = redis.Join(context.Background())
+	}
+	fleetflag.Unexport() // the servers the gateway starts serve it, not the fleet
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay gateway:", err)
 		return 2
 	}
+	defer member.Close()
 	data, err := os.ReadFile(*config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay gateway:", err)
@@ -192,12 +197,6 @@ func runGateway(args []string) int {
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
-	member, err := redis.Join(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay gateway:", err)
-		return 2
-	}
-	defer member.Close()
 	// Only the sessions are shared (not the server's changes, Member.Server): every instance
 	// hears its servers' list changes and resource updates itself.
 	member.Handler(opts)

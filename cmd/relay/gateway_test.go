@@ -26,4 +26,9 @@ func TestGatewayHelpAndMissingConfig(t *testing.T) {
 	if code, _, errOut := rtRunOnce(t, "gateway", "--config", "servers.json", "--redis", "redis://127.0.0.1:1"); code != 2 || !strings.Contains(errOut, "goes with --listen") {
 		t.Errorf("relay gateway --redis on stdio: exit %d, %q; want 2 and a word on --listen", code, errOut)
 	}
+	// $RELAY_REDIS_URL is not a stdio gateway's: it goes on to read its configuration.
+	t.Setenv("RELAY_REDIS_URL", "redis://127.0.0.1:1")
+	if code, _, errOut := rtRunOnce(t, "gateway", "--config", "no-such-file.json"); code != 2 || !strings.Contains(errOut, "no-such-file.json") {
+		t.Errorf("relay gateway on stdio with $RELAY_REDIS_URL set: exit %d, %q; want it to read its configuration", code, errOut)
+	}
 }

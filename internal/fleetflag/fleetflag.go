@@ -49,6 +49,14 @@ func (f *Flag) URL() (string, error) {
 	return env, nil
 }
 
+// Given reports whether --redis was on the command line (rather than $RELAY_REDIS_URL, or
+// neither).
+func (f *Flag) Given() bool { return *f.url != "" }
+
+// Unexport takes $RELAY_REDIS_URL out of this process's environment, for a program whose
+// children serve it rather than the fleet: they must not join the fleet themselves.
+func Unexport() { os.Unsetenv(Env) }
+
 // Member is an instance's membership of its fleet: its connection to Redis.
 type Member struct{ Redis *fleet.Redis }
 
