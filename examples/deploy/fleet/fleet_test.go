@@ -41,46 +41,32 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-var (
-	buildOnce sync.Once
-	buildErr  error
-)
+// builds holds, by package, the binary built for this test binary, once each.
+var builds sync.Map // package path → func() (string, error)
 
-// everythingBin builds examples/everything once for the whole test binary and returns its
-// path.
-func everythingBin(t *testing.T) string {
+// built builds the package at pkg (relative to this directory) once for the whole test
+// binary and returns the binary's path.
+func built(t *testing.T, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(binDir, "everything")
-	buildOnce.Do(func() {
-		if out, err := exec.Command("go", "build", "-o", bin, "../../everything").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ../../everything: %v\n%s", err, out)
+	build, _ := builds.LoadOrStore(pkg, sync.OnceValues(func() (string, error) {
+		bin := filepath.Join(binDir, filepath.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+		return bin, nil
+	}))
+	bin, err := build.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
 
-var (
-	relayOnce sync.Once
-	relayErr  error
-)
+// everythingBin is examples/everything, built once.
+func everythingBin(t *testing.T) string { return built(t, "../../everything") }
 
-// relayBin builds cmd/relay once for the whole test binary and returns its path.
-func relayBin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(binDir, "relay")
-	relayOnce.Do(func() {
-		if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/relay").CombinedOutput(); err != nil {
-			relayErr = fmt.Errorf("go build ../../../cmd/relay: %v\n%s", err, out)
-		}
-	})
-	if relayErr != nil {
-		t.Fatal(relayErr)
-	}
-	return bin
-}
+// relayBin is cmd/relay, built once.
+func relayBin(t *testing.T) string { return built(t, "../../../cmd/relay") }
 
 // program is what a fleet's instances run: the command line of the instance named name,
 // serving on addr, with the fleet's flags (--redis, --state-key-file).

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,15 +127,13 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 			}
 
 			// The subscription is made through another instance than the one holding the GET
-			// stream: pings until one lands there, so that nginx sends the next POST on.
-			var getOn string
-			rec.mu.Lock()
-			for _, h := range rec.hops {
-				if h.httpMethod == http.MethodGet {
-					getOn = h.instance
-				}
+			// stream (a 2025-11-25 session hears updates only there): pings until one lands
+			// there, so that nginx sends the next POST on.
+			gets := rec.gets()
+			if len(gets) != 1 || gets[0] == "" {
+				t.Fatalf("GET streams on %q; want the session's one, on a named instance", gets)
 			}
-			rec.mu.Unlock()
+			getOn := gets[0]
 			for range 3 {
 				before = len(rec.posts())
 				if err := c.Ping(ctx); err != nil {
@@ -173,17 +170,8 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 			if err := <-listened; err != nil {
 				t.Error(err)
 			}
-			var gets []string
-			rec.mu.Lock()
-			for _, h := range rec.hops {
-				if h.httpMethod == http.MethodGet {
-					gets = append(gets, h.instance)
-				}
-			}
-			rec.mu.Unlock()
-			sub := on(before, "resources/subscribe")
-			if len(gets) == 0 || sub == "" || !slices.ContainsFunc(gets, func(at string) bool { return at != sub }) {
-				t.Errorf("subscribed on %q, GET streams on %v: want the update heard on a stream another instance holds", sub, gets)
+			if sub, gets := on(before, "resources/subscribe"), rec.gets(); sub == "" || sub == getOn || len(gets) != 1 {
+				t.Errorf("subscribed on %q, GET streams on %v: want the update heard on the one stream, which another instance holds", sub, gets)
 			}
 
 			if err := c.Close(); err != nil {

@@ -65,6 +65,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return res, err
 }
 
+// gets returns the instances that took the GETs noted so far, in order.
+func (r *recorder) gets() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, h := range r.hops {
+		if h.httpMethod == http.MethodGet {
+			out = append(out, h.instance)
+		}
+	}
+	return out
+}
+
 // posts returns the POSTs noted so far.
 func (r *recorder) posts() []hop {
 	r.mu.Lock()
@@ -220,14 +233,7 @@ func TestLegacySession_EveryRequestOnAnotherInstance(t *testing.T) {
 				sub = h.instance
 			}
 		}
-		var gets []string
-		rec.mu.Lock()
-		for _, h := range rec.hops {
-			if h.httpMethod == http.MethodGet {
-				gets = append(gets, h.instance)
-			}
-		}
-		rec.mu.Unlock()
+		gets := rec.gets()
 		t.Logf("subscribed on %s; GET streams held by %v", sub, gets)
 		if len(gets) == 0 || sub == "" || !slices.ContainsFunc(gets, func(on string) bool { return on != sub }) {
 			t.Errorf("subscribed on %q, GET streams on %v: want the updates heard on a stream another instance holds", sub, gets)
