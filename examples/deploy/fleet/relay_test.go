@@ -3,7 +3,6 @@
 package fleet
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -52,17 +51,7 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxFor(t, 2*time.Minute)
 			f := startFleetOf(t, tc.p)
-			rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
-			t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
-			tr := client.HTTP(f.url)
-			tr.Client = &http.Client{Transport: rec}
-			c, err := client.Connect(ctx, tr, client.WithVersion("2025-11-25"),
-				client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice", "email": "alice@example.com"}}, nil
-				}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, rec := connectLegacy(ctx, t, f.url)
 			if c.Modern() {
 				t.Fatalf("connected with %q, want the 2025-11-25 session", c.Version())
 			}
@@ -144,32 +133,7 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 				}
 			}
 			before = len(rec.posts())
-			lctx, stop := context.WithCancel(ctx)
-			heard := make(chan string, 16)
-			listened := make(chan error, 1)
-			go func() {
-				listened <- c.Listen(lctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"test://watched-resource"}},
-					func(method string, params json.RawMessage) {
-						if method == "notifications/resources/updated" {
-							select {
-							case heard <- string(params):
-							default:
-							}
-						}
-					})
-			}()
-			select {
-			case p := <-heard:
-				if !strings.Contains(p, "test://watched-resource") {
-					t.Errorf("update %s, want test://watched-resource", p)
-				}
-			case <-time.After(20 * time.Second):
-				t.Error("no notifications/resources/updated within 20 s")
-			}
-			stop()
-			if err := <-listened; err != nil {
-				t.Error(err)
-			}
+			hearUpdates(ctx, t, c, "test://watched-resource", 1)
 			if sub, gets := on(before, "resources/subscribe"), rec.gets(); sub == "" || sub == getOn || len(gets) != 1 {
 				t.Errorf("subscribed on %q, GET streams on %v: want the update heard on the one stream, which another instance holds", sub, gets)
 			}

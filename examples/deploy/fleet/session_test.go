@@ -65,6 +65,58 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return res, err
 }
 
+// connectLegacy opens a 2025-11-25 session of Relay's client through url, noting every
+// HTTP request it sends; the client accepts every elicitation as alice.
+func connectLegacy(ctx context.Context, t *testing.T, url string) (*client.Client, *recorder) {
+	t.Helper()
+	rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
+	tr := client.HTTP(url)
+	tr.Client = &http.Client{Transport: rec}
+	c, err := client.Connect(ctx, tr, client.WithVersion("2025-11-25"),
+		client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice", "email": "alice@example.com"}}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec
+}
+
+// hearUpdates subscribes c to uri through a listen and waits for n of its updates (20 s at
+// most for each), then ends the listen.
+func hearUpdates(ctx context.Context, t *testing.T, c *client.Client, uri string, n int) {
+	t.Helper()
+	lctx, stop := context.WithCancel(ctx)
+	heard := make(chan string, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Listen(lctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}},
+			func(method string, params json.RawMessage) {
+				if method == "notifications/resources/updated" {
+					select {
+					case heard <- string(params):
+					default:
+					}
+				}
+			})
+	}()
+	for range n {
+		select {
+		case p := <-heard:
+			if !strings.Contains(p, uri) {
+				t.Errorf("update %s, want %s", p, uri)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("no notifications/resources/updated of %s within 20 s", uri)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
 // gets returns the instances that took the GETs noted so far, in order.
 func (r *recorder) gets() []string {
 	r.mu.Lock()
@@ -101,17 +153,7 @@ func (r *recorder) posts() []hop {
 func TestLegacySession_EveryRequestOnAnotherInstance(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	f := startFleet(t, "-watch", "300ms")
-	rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
-	tr := client.HTTP(f.url)
-	tr.Client = &http.Client{Transport: rec}
-	c, err := client.Connect(ctx, tr, client.WithVersion("2025-11-25"),
-		client.WithElicitation(func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "alice", "email": "alice@example.com"}}, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec := connectLegacy(ctx, t, f.url)
 	defer c.Close()
 	if c.Modern() || c.Version() != "2025-11-25" {
 		t.Fatalf("connected with %q (modern %v), want the 2025-11-25 session", c.Version(), c.Modern())
@@ -198,35 +240,8 @@ func TestLegacySession_EveryRequestOnAnotherInstance(t *testing.T) {
 		}
 	})
 	t.Run("resource subscription heard on the GET stream", func(t *testing.T) {
-		lctx, stop := context.WithCancel(ctx)
-		heard := make(chan string, 16)
 		before := len(rec.posts())
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Listen(lctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"test://watched-resource"}},
-				func(method string, params json.RawMessage) {
-					if method == "notifications/resources/updated" {
-						select {
-						case heard <- string(params):
-						default:
-						}
-					}
-				})
-		}()
-		for range 2 { // two changes, whichever instance's watcher made them
-			select {
-			case p := <-heard:
-				if !strings.Contains(p, "test://watched-resource") {
-					t.Errorf("update %s, want test://watched-resource", p)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("no notifications/resources/updated within 20 s")
-			}
-		}
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		hearUpdates(ctx, t, c, "test://watched-resource", 2) // whichever instance's watcher made them
 		var sub string
 		for _, h := range rec.posts()[before:] {
 			if h.rpc == "resources/subscribe" {
