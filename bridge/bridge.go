@@ -59,6 +59,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/runtime"
@@ -90,6 +91,13 @@ type Options struct {
 	// child of the request's own span, whose trace context the child gets in
 	// _meta.traceparent, and records mcp.client.operation.duration (see package telemetry).
 	Telemetry *telemetry.Telemetry
+	// StateKey is the key the instances of a fleet share (relay bridge --state-key-file):
+	// the task ids the bridge hands out are signed with a key drawn from it, so that every
+	// instance follows an id to its own child of the same index, which finds the task when
+	// the children keep their tasks in the fleet's store (Relay's servers do, given its
+	// Redis). nil: a key of this process's own, and a task is followed only through the
+	// instance that started it.
+	StateKey []byte
 	// Record, when not nil, gives each child, by its name, a recorder of the frames between
 	// the bridge and the child (relay bridge --record: a file per child, so a file per
 	// session for a server of the initialize generation). A nil recorder records nothing.
@@ -164,7 +172,10 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool),
-		taskKey: newTaskKey()}
+		taskKey: statekey.Derive(opts.StateKey, "relay bridge: task ids")}
+	if b.taskKey == nil {
+		b.taskKey = newTaskKey()
+	}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)
 		b.clients = append(b.clients, startChild(ctx, name, opts.Spec, opts.Proxy, opts.Logger, opts.recorder(name), opts.Telemetry))

@@ -23,7 +23,8 @@ import (
 //
 // The id the client sees is relay<child>.<mac>.<the child's id>; the MAC, over the
 // principal, the child and its id, is under a key each bridge process draws at start (the
-// children's tasks do not outlive it either).
+// children's tasks do not outlive it either), or drawn from the fleet's key
+// (Options.StateKey), so that every instance of the fleet takes it.
 
 // taskMethods are the methods that name a task in params.taskId.
 var taskMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks/cancel": true}

@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/mcp/client"
@@ -53,8 +54,11 @@ type Options struct {
 	Telemetry *telemetry.Telemetry
 	// StateKey signs the requestState of the input_required results the gateway makes for
 	// the questions of upstreams of the initialize generation (mcp.ServerOptions.StateKey):
-	// gateways that share it take each other's retries. At least 32 random bytes; nil, each
-	// gateway draws its own. An upstream of 2026-07-28 signs its own requestState, which the
+	// gateways that share it take each other's retries. The task ids the gateway hands out
+	// are signed with a key drawn from it too, so that every gateway sharing it follows an
+	// id to its own connection to that server, which finds the task when the server's
+	// instances keep their tasks in one store (a remote server, or local servers of Relay's
+	// given the fleet's Redis). At least 32 random bytes; nil, each gateway draws its own. An upstream of 2026-07-28 signs its own requestState, which the
 	// gateway passes on: its children need the key too (relay gateway hands them
 	// $RELAY_STATE_KEY).
 	StateKey []byte
@@ -95,7 +99,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: the configuration names no server")
 	}
 	g := &Gateway{logged: map[string]bool{}}
-	rand.Read(g.taskKey[:])
+	if opts != nil && opts.StateKey != nil {
+		copy(g.taskKey[:], statekey.Derive(opts.StateKey, "relay gateway: task ids"))
+	} else {
+		rand.Read(g.taskKey[:])
+	}
 	if opts != nil {
 		g.opts = *opts
 	}

@@ -56,8 +56,10 @@ reach that instance.
 --redis URL (or $RELAY_REDIS_URL) makes the instances a fleet that needs no affinity when
 CMD speaks 2026-07-28: the sessions of clients of the initialize generation, their SSE
 events and the answers to the questions asked of them are shared through that Redis, and
-any instance serves any of their requests from a child of its own pool. A task is followed
-only through the instance that started it. A CMD of the initialize generation keeps each
+any instance serves any of their requests from a child of its own pool. The bridge hands
+the URL to its children in $RELAY_REDIS_URL: Relay's servers keep their tasks there, and,
+with one state key for all, a task is followed through any instance (otherwise only through
+the one that started it). A CMD of the initialize generation keeps each
 session in a child of its own, on one instance: --redis is refused for it; put the
 instances behind a balancer with affinity on Mcp-Session-Id instead.
 
@@ -104,9 +106,13 @@ func runBridge(args []string) int {
 		err = statekey.Export(key) // the children sign the requestState the bridge passes on
 	}
 	var member *fleetflag.Member // joined now, so that a bad URL is told before anything starts
+	var redisURL string
 	if err == nil {
 		member, err = redis.Join(context.Background())
-		fleetflag.Unexport() // the children serve this instance, not the fleet
+	}
+	if err == nil {
+		redisURL, _ = redis.URL()
+		err = fleetflag.Export(redisURL) // the children keep their tasks in the fleet's Redis
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
@@ -135,7 +141,7 @@ func runBridge(args []string) int {
 		return 2
 	}
 	bopts := bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
-		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel}
+		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel, StateKey: key}
 	if *rec.path != "" {
 		if bopts.Record, err = recordDir(*rec.path, recOpts, log); err != nil {
 			fmt.Fprintln(os.Stderr, "relay bridge: --record:", err)

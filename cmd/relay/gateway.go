@@ -79,8 +79,9 @@ servers in $RELAY_STATE_KEY, for the requestState a server of 2026-07-28 signs i
 With --listen, --redis URL (or $RELAY_REDIS_URL) makes the instances a fleet that needs no
 affinity: the sessions of hosts of the initialize generation, their SSE events and the
 answers to their servers' questions are shared through that Redis, so any instance serves
-any of their requests. Each instance runs servers of its own: a task of a local server is
-followed only through the instance that started it.
+any of their requests. Each instance runs servers of its own; the gateway hands the URL to
+its local servers in $RELAY_REDIS_URL, where Relay's servers keep their tasks, so that with
+one state key for all a task is followed through any instance.
 
 Flags:
 `
@@ -128,8 +129,11 @@ func runGateway(args []string) int {
 	var member *fleetflag.Member
 	if err == nil && *listen != "" {
 		member, err = redis.Join(context.Background())
+		if err == nil {
+			url, _ := redis.URL()
+			err = fleetflag.Export(url) // the local servers keep their tasks in the fleet's Redis
+		}
 	}
-	fleetflag.Unexport() // the servers the gateway starts serve it, not the fleet
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay gateway:", err)
 		return 2

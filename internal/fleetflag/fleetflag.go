@@ -53,9 +53,15 @@ func (f *Flag) URL() (string, error) {
 // neither).
 func (f *Flag) Given() bool { return *f.url != "" }
 
-// Unexport takes $RELAY_REDIS_URL out of this process's environment, for a program whose
-// children serve it rather than the fleet: they must not join the fleet themselves.
-func Unexport() { os.Unsetenv(Env) }
+// Export sets $RELAY_REDIS_URL to url in this process's environment ("" takes it out), for
+// the children a program starts: Relay's servers keep their tasks and tell their changes
+// through the fleet's Redis when they find it there (Member.Server).
+func Export(url string) error {
+	if url == "" {
+		return os.Unsetenv(Env)
+	}
+	return os.Setenv(Env, url)
+}
 
 // Member is an instance's membership of its fleet: its connection to Redis.
 type Member struct{ Redis *fleet.Redis }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 
@@ -92,5 +93,19 @@ func TestJoinWhileRedisIsDown(t *testing.T) {
 	}
 	if rec, err := ho.SessionStore.Get(ctx, "s", 60e9); string(rec) != "r" || err != nil {
 		t.Fatalf("once Redis is up: %q, %v", rec, err)
+	}
+}
+
+// Export hands the fleet's Redis to the children in $RELAY_REDIS_URL, or takes it out.
+func TestExport(t *testing.T) {
+	t.Setenv(Env, "redis://before:6379")
+	if err := Export("redis://127.0.0.1:6379/?prefix=f:"); err != nil || os.Getenv(Env) != "redis://127.0.0.1:6379/?prefix=f:" {
+		t.Errorf("after Export, $%s = %q (%v)", Env, os.Getenv(Env), err)
+	}
+	if err := Export(""); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := os.LookupEnv(Env); ok {
+		t.Errorf("after Export(\"\"), $%s = %q; want it unset", Env, v)
 	}
 }

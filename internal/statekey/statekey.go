@@ -23,6 +23,8 @@ package statekey
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -121,4 +123,15 @@ func Export(key []byte) error {
 			"use a key of text: %s", Env, HowToMake)
 	}
 	return os.Setenv(Env, string(key))
+}
+
+// Derive returns a key for purpose drawn from the fleet's key (HMAC-SHA256 of purpose), so
+// that one key serves several ends and none of them can stand for another; nil for nil.
+func Derive(key []byte, purpose string) []byte {
+	if key == nil {
+		return nil
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }

@@ -175,3 +175,18 @@ func TestExport(t *testing.T) {
 		t.Errorf("Export of a key with a NUL byte: %v; want an error saying to make a key of text", err)
 	}
 }
+
+// Derive gives each purpose its own key, the same from the same key, and nothing from no key.
+func TestDerive(t *testing.T) {
+	key := []byte(strings.Repeat("k", 32))
+	a, b := statekey.Derive(key, "a"), statekey.Derive(key, "b")
+	if len(a) != 32 || bytes.Equal(a, b) || bytes.Equal(a, key) {
+		t.Errorf("Derive(key, a) = %x, (key, b) = %x: want two 32-byte keys, neither the key", a, b)
+	}
+	if again := statekey.Derive([]byte(strings.Repeat("k", 32)), "a"); !bytes.Equal(a, again) {
+		t.Errorf("Derive is not the same from the same key: %x, %x", a, again)
+	}
+	if statekey.Derive(nil, "a") != nil {
+		t.Error("Derive(nil) is not nil: a process with no fleet key would share a key with every other")
+	}
+}

@@ -28,10 +28,16 @@ func relayGateway(t *testing.T, name, addr string, fleet ...string) []string {
 }
 
 // relayBridge is relay bridge over a pool of one examples/everything child (2026-07-28 on
-// stdio).
-func relayBridge(t *testing.T, name, addr string, fleet ...string) []string {
-	cmdline := append([]string{relayBin(t), "bridge", "--listen", addr, "--instance", name, "--pool", "1"}, fleet...)
-	return append(cmdline, "--", everythingBin(t), "-watch", "300ms")
+// stdio) whose watcher changes a resource every 300 ms.
+var relayBridge = relayBridgeOf([]string{"--pool", "1"}, "-watch", "300ms")
+
+// relayBridgeOf is relay bridge with flags over examples/everything with args.
+func relayBridgeOf(flags []string, args ...string) program {
+	return func(t *testing.T, name, addr string, fleet ...string) []string {
+		cmdline := append([]string{relayBin(t), "bridge", "--listen", addr, "--instance", name}, fleet...)
+		cmdline = append(append(cmdline, flags...), "--", everythingBin(t))
+		return append(cmdline, args...)
+	}
 }
 
 // TestRelayFleet_OneSessionOnEveryInstance runs three instances of relay gateway, then of
@@ -154,5 +160,56 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGatewayFleet_ATaskIsFollowedThroughEveryInstance starts a task (2026-07-28, the tasks
+// extension) through three relay gateway instances behind nginx round-robin, and waits for
+// it: its tasks/get polls reach every instance, and each finds the task, which runs in the
+// local server of the instance that started it. The gateways share a state key, from which
+// they sign the task ids they hand out, and hand the fleet's Redis to their local servers
+// (examples/everything), which keep their tasks there. Without either, a poll that reaches
+// another instance is told the task does not exist.
+func TestGatewayFleet_ATaskIsFollowedThroughEveryInstance(t *testing.T) {
+	ctx := ctxFor(t, 2*time.Minute)
+	f := startFleetOf(t, relayGateway)
+	rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
+	tr := client.HTTP(f.url)
+	tr.Client = &http.Client{Transport: rec}
+	c, err := client.Connect(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Modern() {
+		t.Fatalf("connected with %q, want 2026-07-28", c.Version())
+	}
+	task, err := c.StartTool(ctx, "everything__slow_compute", map[string]any{"seconds": 1, "label": "fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for polls := 0; polls < 3 || task.Status == "working"; polls++ { // one poll on each instance at least
+		if err := task.Refresh(ctx); err != nil {
+			t.Fatalf("tasks/get of %s, poll %d: %v", task.ID, polls+1, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the task %s: %v", task.ID, err)
+	}
+	if text, _ := json.Marshal(res.Content); !strings.Contains(string(text), `Computed \"fleet\"`) {
+		t.Errorf("the task's result: %s", text)
+	}
+	polled := map[string]int{}
+	for _, h := range rec.posts() {
+		if h.rpc == "tasks/get" {
+			polled[h.instance]++
+		}
+	}
+	t.Logf("tasks/get by instance: %v", polled)
+	if len(polled) != len(f.instances) {
+		t.Errorf("tasks/get reached %v; want every instance", polled)
 	}
 }
