@@ -91,12 +91,13 @@ type Options struct {
 	// child of the request's own span, whose trace context the child gets in
 	// _meta.traceparent, and records mcp.client.operation.duration (see package telemetry).
 	Telemetry *telemetry.Telemetry
-	// StateKey is the key the instances of a fleet share (relay bridge --state-key-file):
-	// the task ids the bridge hands out are signed with a key drawn from it, so that every
-	// instance follows an id to its own child of the same index, which finds the task when
-	// the children keep their tasks in the fleet's store (Relay's servers do, given its
-	// Redis). nil: a key of this process's own, and a task is followed only through the
-	// instance that started it.
+	// StateKey is the key the instances of a fleet share (relay bridge --state-key-file, with
+	// --redis): the task ids the bridge hands out are signed with a key drawn from it, so
+	// that every instance follows an id to a child of its own pool. Set it only when the
+	// children keep their tasks in a store the fleet shares, under ids unique across it
+	// (Relay's servers do, given the fleet's Redis in $RELAY_REDIS_URL): a child that keeps
+	// its own would be asked for a task of another. At least 32 bytes; nil: a key of this
+	// process's own, and a task is followed only through the instance that started it.
 	StateKey []byte
 	// Record, when not nil, gives each child, by its name, a recorder of the frames between
 	// the bridge and the child (relay bridge --record: a file per child, so a file per
@@ -172,9 +173,9 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	}
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool),
-		taskKey: statekey.Derive(opts.StateKey, "relay bridge: task ids")}
-	if b.taskKey == nil {
-		b.taskKey = newTaskKey()
+		taskKey: newTaskKey()}
+	if len(opts.StateKey) >= statekey.MinLen {
+		b.taskKey = statekey.Derive(opts.StateKey, "relay bridge: task ids")
 	}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)

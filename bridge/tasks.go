@@ -24,7 +24,8 @@ import (
 // The id the client sees is relay<child>.<mac>.<the child's id>; the MAC, over the
 // principal, the child and its id, is under a key each bridge process draws at start (the
 // children's tasks do not outlive it either), or drawn from the fleet's key
-// (Options.StateKey), so that every instance of the fleet takes it.
+// (Options.StateKey), so that every instance of the fleet takes it, when the children keep
+// their tasks in the fleet's store.
 
 // taskMethods are the methods that name a task in params.taskId.
 var taskMethods = map[string]bool{"tasks/get": true, "tasks/update": true, "tasks/cancel": true}
@@ -77,7 +78,7 @@ func (b *Bridge) unpinTask(ctx context.Context, raw json.RawMessage) (json.RawMe
 		return raw, nil
 	}
 	var child int
-	if n, _ := fmt.Sscanf(s, "relay%d.", &child); n != 1 || child < 0 || child >= len(b.clients) {
+	if n, _ := fmt.Sscanf(s, "relay%d.", &child); n != 1 || child < 0 {
 		return raw, nil
 	}
 	rest := s[len(fmt.Sprintf("relay%d.", child)):]
@@ -85,7 +86,9 @@ func (b *Bridge) unpinTask(ctx context.Context, raw json.RawMessage) (json.RawMe
 	if !ok || !hmac.Equal([]byte(mac), []byte(b.taskMAC(mcp.TaskPrincipal(ctx), child, id))) {
 		return raw, nil
 	}
-	return mustJSON(id), b.clients[child]
+	// An id of another instance of the fleet, whose pool may be larger, goes to a child of
+	// this one's: they all find the fleet's tasks.
+	return mustJSON(id), b.clients[child%len(b.clients)]
 }
 
 // unpinListen prepares a subscriptions/listen that follows tasks (notifications.taskIds):

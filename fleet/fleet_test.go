@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,4 +193,19 @@ func TestSessionStore(t *testing.T) {
 	storetest.SessionStore(t, func(t *testing.T) httpx.SessionStore {
 		return open(t, srv, fleet.Options{}).SessionStore()
 	})
+}
+
+// ScopedURL puts a scope of its own after the URL's key prefix, or after the default one.
+func TestScopedURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"redis://127.0.0.1:6379", "redis://127.0.0.1:6379?prefix=" + url.QueryEscape(fleet.DefaultPrefix+"s:")},
+		{"rediss://u:p@h:1/2?prefix=a:", "rediss://u:p@h:1/2?prefix=a%3As%3A"},
+	} {
+		if got, err := fleet.ScopedURL(tc.in, "s"); err != nil || got != tc.want {
+			t.Errorf("ScopedURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := fleet.ScopedURL("http://h:1", "s"); err == nil {
+		t.Error("ScopedURL took an http URL")
+	}
 }

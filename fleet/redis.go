@@ -82,6 +82,24 @@ type Redis struct {
 	wg     sync.WaitGroup             // their goroutines
 }
 
+// ScopedURL returns rawURL with its key prefix (DefaultPrefix when it names none) followed
+// by scope and a colon: a URL for a program that shares the fleet's Redis under keys and
+// topics of its own (relay gateway hands each of its servers one, named after the server).
+func ScopedURL(rawURL, scope string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+		return "", fmt.Errorf("fleet: the Redis URL %q is not redis://host:port or rediss://host:port (TLS)", redactURL(rawURL))
+	}
+	q := u.Query()
+	prefix := q.Get("prefix")
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	q.Set("prefix", prefix+scope+":")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // Open connects to Redis at rawURL, redis://[user:password@]host:port[/db] or rediss://
 // for TLS, and checks that it answers (unless Options.Lazy). The URL's query may give the
 // key prefix (?prefix=fleet-a:), which Options.Prefix, when set, overrides. opts may be nil.

@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/fleet"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -54,14 +55,20 @@ type Options struct {
 	Telemetry *telemetry.Telemetry
 	// StateKey signs the requestState of the input_required results the gateway makes for
 	// the questions of upstreams of the initialize generation (mcp.ServerOptions.StateKey):
-	// gateways that share it take each other's retries. The task ids the gateway hands out
-	// are signed with a key drawn from it too, so that every gateway sharing it follows an
-	// id to its own connection to that server, which finds the task when the server's
-	// instances keep their tasks in one store (a remote server, or local servers of Relay's
-	// given the fleet's Redis). At least 32 random bytes; nil, each gateway draws its own. An upstream of 2026-07-28 signs its own requestState, which the
+	// gateways that share it take each other's retries. With Redis, the task ids the gateway
+	// hands out are signed with a key drawn from it too. At least 32 random bytes; nil, each
+	// gateway draws its own. An upstream of 2026-07-28 signs its own requestState, which the
 	// gateway passes on: its children need the key too (relay gateway hands them
 	// $RELAY_STATE_KEY).
 	StateKey []byte
+	// Redis is the URL of the Redis that the gateways of a fleet share (relay gateway
+	// --redis). Each local server gets it in $RELAY_REDIS_URL, under a key prefix of its own
+	// (fleet.ScopedURL, after the server's name), where Relay's servers keep their tasks
+	// and tell their changes to the same server's children on the other instances; and,
+	// with StateKey, every gateway of the fleet takes the task ids the others hand out and
+	// follows them to its own connection to that server. A server that keeps its tasks to
+	// itself has them followed only through the instance that started them. "": none.
+	Redis string
 	// StateChanged, when set, is called after an upstream came up, went down or changed its
 	// lists (from the gateway's goroutines: it must return quickly). Status says the new
 	// state; a --listen gateway sets /readyz from Ready.
@@ -99,7 +106,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, errors.New("gateway: the configuration names no server")
 	}
 	g := &Gateway{logged: map[string]bool{}}
-	if opts != nil && opts.StateKey != nil {
+	if opts != nil && opts.Redis != "" && len(opts.StateKey) >= statekey.MinLen {
 		copy(g.taskKey[:], statekey.Derive(opts.StateKey, "relay gateway: task ids"))
 	} else {
 		rand.Read(g.taskKey[:])
@@ -109,6 +116,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	if g.opts.Separator == "" {
 		g.opts.Separator = DefaultSeparator
+	}
+	if g.opts.Redis != "" {
+		if _, err := fleet.ScopedURL(g.opts.Redis, ""); err != nil {
+			return nil, err
+		}
 	}
 	if ValidName(g.opts.Separator) != g.opts.Separator {
 		return nil, fmt.Errorf("gateway: the separator %q may hold only letters, digits, '_' and '-'", g.opts.Separator)

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/fleet"
 	"github.com/relayrt/relay/internal/filewatch"
 	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
@@ -275,8 +276,12 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 	} else {
 		spec := u.cfg.Restart.Spec
 		spec.Command = supervise.Command{Path: u.cfg.Command, Args: u.cfg.Args, Dir: u.cfg.Dir, Name: u.cfg.Name}
-		if len(u.cfg.Env) > 0 {
+		if len(u.cfg.Env) > 0 || u.g.opts.Redis != "" {
 			env := os.Environ()
+			if u.g.opts.Redis != "" { // checked by New; the server's own "env" may set another
+				scoped, _ := fleet.ScopedURL(u.g.opts.Redis, "gateway:"+u.cfg.Name)
+				env = append(env, "RELAY_REDIS_URL="+scoped)
+			}
 			for _, k := range slices.Sorted(maps.Keys(u.cfg.Env)) {
 				env = append(env, k+"="+u.cfg.Env[k])
 			}

@@ -57,9 +57,13 @@ reach that instance.
 CMD speaks 2026-07-28: the sessions of clients of the initialize generation, their SSE
 events and the answers to the questions asked of them are shared through that Redis, and
 any instance serves any of their requests from a child of its own pool. The bridge hands
-the URL to its children in $RELAY_REDIS_URL: Relay's servers keep their tasks there, and,
-with one state key for all, a task is followed through any instance (otherwise only through
-the one that started it). A CMD of the initialize generation keeps each
+the URL to its children in $RELAY_REDIS_URL (under a key prefix of their own): Relay's
+servers keep their tasks there and tell their changes to the other children, and, with one
+state key for all, a task is followed through any instance. Only give --redis over a CMD
+that keeps its tasks in a store the fleet shares, under ids unique across it, as Relay's
+servers do: a child is asked for the tasks other instances started. The children then
+share one task quota: 256 tasks at once (they see one caller, relay). A CMD of the
+initialize generation keeps each
 session in a child of its own, on one instance: --redis is refused for it; put the
 instances behind a balancer with affinity on Mcp-Session-Id instead.
 
@@ -106,13 +110,11 @@ func runBridge(args []string) int {
 		err = statekey.Export(key) // the children sign the requestState the bridge passes on
 	}
 	var member *fleetflag.Member // joined now, so that a bad URL is told before anything starts
-	var redisURL string
 	if err == nil {
 		member, err = redis.Join(context.Background())
 	}
 	if err == nil {
-		redisURL, _ = redis.URL()
-		err = fleetflag.Export(redisURL) // the children keep their tasks in the fleet's Redis
+		err = exportFleet(redis, "bridge") // for the children's tasks
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
@@ -141,7 +143,10 @@ func runBridge(args []string) int {
 		return 2
 	}
 	bopts := bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
-		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel, StateKey: key}
+		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel}
+	if member != nil {
+		bopts.StateKey = key // the children keep their tasks in the fleet's Redis
+	}
 	if *rec.path != "" {
 		if bopts.Record, err = recordDir(*rec.path, recOpts, log); err != nil {
 			fmt.Fprintln(os.Stderr, "relay bridge: --record:", err)

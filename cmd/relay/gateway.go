@@ -79,9 +79,13 @@ servers in $RELAY_STATE_KEY, for the requestState a server of 2026-07-28 signs i
 With --listen, --redis URL (or $RELAY_REDIS_URL) makes the instances a fleet that needs no
 affinity: the sessions of hosts of the initialize generation, their SSE events and the
 answers to their servers' questions are shared through that Redis, so any instance serves
-any of their requests. Each instance runs servers of its own; the gateway hands the URL to
-its local servers in $RELAY_REDIS_URL, where Relay's servers keep their tasks, so that with
-one state key for all a task is followed through any instance.
+any of their requests. Each instance runs servers of its own; the gateway hands each local
+server the URL in $RELAY_REDIS_URL, under a key prefix named after the server, where Relay's
+servers keep their tasks (so that, with one state key for all, a task is followed through
+any instance) and tell their changes to the same server on the other instances. A server
+that keeps its tasks to itself has them followed only through the instance that started
+them. A server's children then share one task quota: 256 tasks at once (they see one
+caller, relay).
 
 Flags:
 `
@@ -127,12 +131,13 @@ func runGateway(args []string) int {
 	// Joined now, so that a bad URL is told before anything starts; on stdio,
 	// $RELAY_REDIS_URL is not this instance's.
 	var member *fleetflag.Member
+	var redisURL string
 	if err == nil && *listen != "" {
 		member, err = redis.Join(context.Background())
-		if err == nil {
-			url, _ := redis.URL()
-			err = fleetflag.Export(url) // the local servers keep their tasks in the fleet's Redis
-		}
+		redisURL, _ = redis.URL()
+	}
+	if err == nil {
+		err = fleetflag.Export("") // gateway.Options.Redis hands each local server a URL of its own
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay gateway:", err)
@@ -165,7 +170,7 @@ func runGateway(args []string) int {
 	ops := httpx.NewOps(nil)
 	ops.SetReady(false)
 	var ready atomic.Pointer[gateway.Gateway] // set once New has returned
-	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr, Telemetry: tel, StateKey: key,
+	gopts := &gateway.Options{Separator: *separator, Logger: log, ChildStderr: childErr, Telemetry: tel, StateKey: key, Redis: redisURL,
 		StateChanged: func() {
 			if g := ready.Load(); g != nil {
 				ops.SetReady(g.Ready())
@@ -201,8 +206,9 @@ func runGateway(args []string) int {
 	if *origins != "" {
 		opts.AllowedOrigins = []string{*origins}
 	}
-	// Only the sessions are shared (not the server's changes, Member.Server): every instance
-	// hears its servers' list changes and resource updates itself.
+	// Only the sessions are shared (not the gateway's changes, Member.Server): every instance
+	// hears its own servers' list changes and resource updates (Relay's servers hear each
+	// other's through the fleet's Redis, gateway.Options.Redis).
 	member.Handler(opts)
 	h := httpx.NewMCPHandler(g.Server(), opts)
 	defer h.Close()

@@ -163,53 +163,61 @@ func TestRelayFleet_OneSessionOnEveryInstance(t *testing.T) {
 	}
 }
 
-// TestGatewayFleet_ATaskIsFollowedThroughEveryInstance starts a task (2026-07-28, the tasks
-// extension) through three relay gateway instances behind nginx round-robin, and waits for
-// it: its tasks/get polls reach every instance, and each finds the task, which runs in the
-// local server of the instance that started it. The gateways share a state key, from which
-// they sign the task ids they hand out, and hand the fleet's Redis to their local servers
-// (examples/everything), which keep their tasks there. Without either, a poll that reaches
-// another instance is told the task does not exist.
-func TestGatewayFleet_ATaskIsFollowedThroughEveryInstance(t *testing.T) {
-	ctx := ctxFor(t, 2*time.Minute)
-	f := startFleetOf(t, relayGateway)
-	rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
-	t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
-	tr := client.HTTP(f.url)
-	tr.Client = &http.Client{Transport: rec}
-	c, err := client.Connect(ctx, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if !c.Modern() {
-		t.Fatalf("connected with %q, want 2026-07-28", c.Version())
-	}
-	task, err := c.StartTool(ctx, "everything__slow_compute", map[string]any{"seconds": 1, "label": "fleet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for polls := 0; polls < 3 || task.Status == "working"; polls++ { // one poll on each instance at least
-		if err := task.Refresh(ctx); err != nil {
-			t.Fatalf("tasks/get of %s, poll %d: %v", task.ID, polls+1, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	res, err := task.Wait(ctx)
-	if err != nil {
-		t.Fatalf("the task %s: %v", task.ID, err)
-	}
-	if text, _ := json.Marshal(res.Content); !strings.Contains(string(text), `Computed \"fleet\"`) {
-		t.Errorf("the task's result: %s", text)
-	}
-	polled := map[string]int{}
-	for _, h := range rec.posts() {
-		if h.rpc == "tasks/get" {
-			polled[h.instance]++
-		}
-	}
-	t.Logf("tasks/get by instance: %v", polled)
-	if len(polled) != len(f.instances) {
-		t.Errorf("tasks/get reached %v; want every instance", polled)
+// TestRelayFleet_ATaskIsFollowedThroughEveryInstance starts a task (2026-07-28, the tasks
+// extension) through three relay gateway instances behind nginx round-robin, then three
+// relay bridge instances, and polls it: its tasks/get reach every instance, and each finds
+// the task, which runs in a child of the instance that started it. The instances share a
+// state key, from which they sign the task ids they hand out, and hand the fleet's Redis to
+// their children (examples/everything), which keep their tasks there. Without either, a
+// poll that reaches another instance is told the task does not exist.
+func TestRelayFleet_ATaskIsFollowedThroughEveryInstance(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		p      program
+		prefix string // of the tools' names
+	}{{"gateway", relayGateway, "everything__"}, {"bridge", relayBridgeOf([]string{"--pool", "2"}), ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxFor(t, 2*time.Minute)
+			f := startFleetOf(t, tc.p)
+			rec := &recorder{base: http.DefaultTransport.(*http.Transport).Clone()}
+			t.Cleanup(rec.base.(*http.Transport).CloseIdleConnections)
+			tr := client.HTTP(f.url)
+			tr.Client = &http.Client{Transport: rec}
+			c, err := client.Connect(ctx, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if !c.Modern() {
+				t.Fatalf("connected with %q, want 2026-07-28", c.Version())
+			}
+			task, err := c.StartTool(ctx, tc.prefix+"slow_compute", map[string]any{"seconds": 1, "label": "fleet"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for polls := 0; polls < 3 || task.Status == "working"; polls++ { // one poll on each instance at least
+				if err := task.Refresh(ctx); err != nil {
+					t.Fatalf("tasks/get of %s, poll %d: %v", task.ID, polls+1, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			res, err := task.Wait(ctx)
+			if err != nil {
+				t.Fatalf("the task %s: %v", task.ID, err)
+			}
+			if text, _ := json.Marshal(res.Content); !strings.Contains(string(text), `Computed \"fleet\"`) {
+				t.Errorf("the task's result: %s", text)
+			}
+			polled := map[string]int{}
+			for _, h := range rec.posts() {
+				if h.rpc == "tasks/get" {
+					polled[h.instance]++
+				}
+			}
+			t.Logf("tasks/get by instance: %v", polled)
+			if len(polled) != len(f.instances) {
+				t.Errorf("tasks/get reached %v; want every instance", polled)
+			}
+		})
 	}
 }
