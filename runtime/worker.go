@@ -40,12 +40,6 @@ func (d *dispatcher) runWorker(j job) {
 		d.idle = d.idle[:n-1]
 		j.e.w = w
 		w.jobs <- j
-		if n == 1 && len(d.in) > 0 {
-			// The last idle one, and the next request is already waiting: yield, as after
-			// starting a worker (below), so that this one can take its job and report
-			// before the next request finds no worker idle and starts another.
-			goruntime.Gosched()
-		}
 		return
 	}
 	w := &worker{jobs: make(chan job, 1)}
