@@ -66,8 +66,9 @@ type Options struct {
 	// (fleet.ScopedURL, after the server's name), where Relay's servers keep their tasks
 	// and tell their changes to the same server's children on the other instances; and,
 	// with StateKey, every gateway of the fleet takes the task ids the others hand out and
-	// follows them to its own connection to that server. A server that keeps its tasks to
-	// itself has them followed only through the instance that started them. "": none.
+	// follows them to its own connection to that server. A local server that keeps its
+	// tasks to itself answers such a poll that it has no such task (the tasks extension asks
+	// for task ids no one can guess). "": none.
 	Redis string
 	// StateChanged, when set, is called after an upstream came up, went down or changed its
 	// lists (from the gateway's goroutines: it must return quickly). Status says the new

@@ -82,10 +82,11 @@ answers to their servers' questions are shared through that Redis, so any instan
 any of their requests. Each instance runs servers of its own; the gateway hands each local
 server the URL in $RELAY_REDIS_URL, under a key prefix named after the server, where Relay's
 servers keep their tasks (so that, with one state key for all, a task is followed through
-any instance) and tell their changes to the same server on the other instances. A server
-that keeps its tasks to itself has them followed only through the instance that started
-them. A server's children then share one task quota: 256 tasks at once (they see one
-caller, relay).
+any instance) and tell their changes to the same server on the other instances. A local
+server that keeps its tasks to itself answers a poll that reaches another instance that it
+has no such task (the tasks extension asks for task ids no one can guess, so no other task
+answers to it). A server's children then share one task quota: 256 tasks at once (they see
+one caller, relay).
 
 Flags:
 `
