@@ -299,17 +299,21 @@ func (d *dispatcher) answerLeftBehind() {
 	}
 	d.table.each(func(e *entry) {
 		id := jsonrpc.ID(e.key()) // req.ID is the running handler's
-		var frame []byte
-		switch {
-		case e.cancelled:
-			if d.p.Cancelled != nil {
-				frame = jsonrpc.AppendError(nil, id, d.p.Cancelled)
-			}
-		case d.p.Abandoned != nil:
-			frame = jsonrpc.AppendError(nil, id, d.p.Abandoned)
-		}
-		d.finish(e.batch(), id, frame)
+		d.finish(e.batch(), id, d.endedAnswer(e, id))
 	})
+}
+
+// endedAnswer is the answer to request id (e's) whose handler ended with its context's
+// error, or was left behind: the profile's error for a request the peer cancelled, or else
+// for one abandoned at the drain deadline; nil when the profile has none.
+func (d *dispatcher) endedAnswer(e *entry, id jsonrpc.ID) []byte {
+	switch {
+	case e.cancelled && d.p.Cancelled != nil:
+		return jsonrpc.AppendError(nil, id, d.p.Cancelled)
+	case !e.cancelled && d.p.Abandoned != nil:
+		return jsonrpc.AppendError(nil, id, d.p.Abandoned)
+	}
+	return nil
 }
 
 // abandon cancels everything still in flight at the drain deadline.
@@ -829,13 +833,8 @@ func (d *dispatcher) event(ev event) {
 		switch {
 		case e.cancelled && d.p.Cancelled == nil:
 			frame = nil
-		case e.cancelled && ev.ctxErr:
-			frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Cancelled)
-		case e.abandoned && ev.ctxErr:
-			frame = nil
-			if d.p.Abandoned != nil {
-				frame = jsonrpc.AppendError(nil, e.req.ID, d.p.Abandoned)
-			}
+		case (e.cancelled || e.abandoned) && ev.ctxErr:
+			frame = d.endedAnswer(e, e.req.ID)
 		}
 		d.finish(e.batch(), e.req.ID, frame)
 	}
