@@ -59,6 +59,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/fleet"
 	"github.com/relayrt/relay/internal/statekey"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/mcp"
@@ -91,13 +92,17 @@ type Options struct {
 	// child of the request's own span, whose trace context the child gets in
 	// _meta.traceparent, and records mcp.client.operation.duration (see package telemetry).
 	Telemetry *telemetry.Telemetry
-	// StateKey is the key the instances of a fleet share (relay bridge --state-key-file, with
-	// --redis): the task ids the bridge hands out are signed with a key drawn from it, so
-	// that every instance follows an id to a child of its own pool. Set it only when the
-	// children keep their tasks in a store the fleet shares, under ids unique across it
-	// (Relay's servers do, given the fleet's Redis in $RELAY_REDIS_URL): a child that keeps
-	// its own would be asked for a task of another. At least 32 bytes; nil: a key of this
-	// process's own, and a task is followed only through the instance that started it.
+	// Redis is the URL of the Redis that the bridges of a fleet share (relay bridge
+	// --redis). The children get it in $RELAY_REDIS_URL, under a key prefix of their own
+	// (fleet.ChildEnv), where Relay's servers keep their tasks and tell their changes to the
+	// children of the other instances. Give it only over children that keep their tasks in
+	// a store the fleet shares: with StateKey, every instance follows the task ids the others
+	// hand out to a child of its own pool. "": none.
+	Redis string
+	// StateKey is the key the instances of a fleet share (relay bridge --state-key-file):
+	// with Redis, the task ids the bridge hands out are signed with a key drawn from it. At
+	// least 32 bytes; otherwise, or without Redis, a key of this process's own, and a task is
+	// followed only through the instance that started it.
 	StateKey []byte
 	// Record, when not nil, gives each child, by its name, a recorder of the frames between
 	// the bridge and the child (relay bridge --record: a file per child, so a file per
@@ -174,8 +179,16 @@ func New(ctx context.Context, opts Options) (*Bridge, error) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	b := &Bridge{log: opts.Logger, tel: opts.Telemetry, ctx: ctx, stop: stop, pins: make([]atomic.Int64, opts.Pool),
 		taskKey: newTaskKey()}
-	if len(opts.StateKey) >= statekey.MinLen {
-		b.taskKey = statekey.Derive(opts.StateKey, "relay bridge: task ids")
+	if opts.Redis != "" {
+		env, err := fleet.ChildEnv(opts.Spec.Command.Env, opts.Redis, "bridge")
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		opts.Spec.Command.Env = env
+		if len(opts.StateKey) >= statekey.MinLen {
+			b.taskKey = statekey.Derive(opts.StateKey, "relay bridge: task ids")
+		}
 	}
 	for i := range opts.Pool {
 		name := fmt.Sprintf("%s#%d", nameOf(opts.Spec.Command), i)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,6 +100,25 @@ func ScopedURL(rawURL, scope string) (string, error) {
 	q.Set("prefix", prefix+scope+":")
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// EnvURL is the environment variable that names a fleet's Redis to a Relay program (a
+// child of relay bridge or relay gateway gets it from them: ChildEnv).
+const EnvURL = "RELAY_REDIS_URL"
+
+// ChildEnv returns env (this process's environment when nil) with $RELAY_REDIS_URL naming
+// the fleet's Redis at rawURL under scope (ScopedURL): the environment of a child that
+// serves an instance of the fleet, so that Relay's servers keep their tasks, and tell their
+// changes, where the same server on the other instances finds them.
+func ChildEnv(env []string, rawURL, scope string) ([]string, error) {
+	scoped, err := ScopedURL(rawURL, scope)
+	if err != nil {
+		return nil, err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(slices.Clip(env), EnvURL+"="+scoped), nil
 }
 
 // Open connects to Redis at rawURL, redis://[user:password@]host:port[/db] or rediss://

@@ -279,8 +279,7 @@ func (u *upstream) connect(ctx context.Context) (*client.Client, error) {
 		if len(u.cfg.Env) > 0 || u.g.opts.Redis != "" {
 			env := os.Environ()
 			if u.g.opts.Redis != "" { // checked by New; the server's own "env" may set another
-				scoped, _ := fleet.ScopedURL(u.g.opts.Redis, "gateway:"+u.cfg.Name)
-				env = append(env, "RELAY_REDIS_URL="+scoped)
+				env, _ = fleet.ChildEnv(env, u.g.opts.Redis, "gateway:"+u.cfg.Name)
 			}
 			for _, k := range slices.Sorted(maps.Keys(u.cfg.Env)) {
 				env = append(env, k+"="+u.cfg.Env[k])

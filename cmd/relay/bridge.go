@@ -113,9 +113,6 @@ func runBridge(args []string) int {
 	if err == nil {
 		member, err = redis.Join(context.Background())
 	}
-	if err == nil {
-		err = exportFleet(redis, "bridge") // for the children's tasks
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "relay bridge:", err)
 		return 2
@@ -143,10 +140,8 @@ func runBridge(args []string) int {
 		return 2
 	}
 	bopts := bridge.Options{Pool: *pool, MaxSessions: *maxSessions, Spares: *spares,
-		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel}
-	if member != nil {
-		bopts.StateKey = key // the children keep their tasks in the fleet's Redis
-	}
+		Spec: spec, Proxy: proxyOpts, Logger: log, Telemetry: tel, StateKey: key}
+	bopts.Redis, _ = redis.URL() // the children keep their tasks in the fleet's Redis
 	if *rec.path != "" {
 		if bopts.Record, err = recordDir(*rec.path, recOpts, log); err != nil {
 			fmt.Fprintln(os.Stderr, "relay bridge: --record:", err)

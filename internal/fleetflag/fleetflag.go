@@ -16,7 +16,7 @@ import (
 )
 
 // Env is the environment variable that names the fleet's Redis.
-const Env = "RELAY_REDIS_URL"
+const Env = fleet.EnvURL
 
 // FlagName is the flag that names the fleet's Redis.
 const FlagName = "redis"
