@@ -22,15 +22,10 @@ func TestA3_InProcessPoolAnswersFromEveryChild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b, err := bridge.New(ctx, bridge.Options{Pool: 3, Spec: supervise.Spec{
-		// The environment is a slice with room to spare, as append leaves it.
-		Command: supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"},
+		Command: whoamiCommand(t),
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -25,14 +24,10 @@ func TestKeptSession_SavesTakesAndUndoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a child process")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b, err := bridge.New(ctx, bridge.Options{Pool: 1, Spec: supervise.Spec{
-		Command: supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"},
+		Command: whoamiCommand(t),
 	}})
 	if err != nil {
 		t.Fatal(err)

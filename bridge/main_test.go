@@ -29,6 +29,7 @@ import (
 	"github.com/relayrt/relay/internal/hosttest"
 	"github.com/relayrt/relay/mcp"
 	"github.com/relayrt/relay/stdio"
+	"github.com/relayrt/relay/supervise"
 )
 
 // childEnv turns the test binary into a stdio MCP server (see runTestChild): a pool child
@@ -316,6 +317,17 @@ func (r *relayProc) callCaps(ctx context.Context, id int, method string, params 
 // runTestChild serves MCP on stdio with the tool whoami: it waits ms milliseconds and
 // answers with its pid. It is annotated read-only, so a bridge may replay it. crash and die
 // end the process.
+// whoamiCommand is a pool child of the in-process tests: the test binary itself, serving
+// runTestChild. Its environment is a slice with room to spare, as append leaves it.
+func whoamiCommand(t testing.TB) supervise.Command {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"}
+}
+
 func runTestChild() int {
 	s := mcp.NewServer(mcp.Implementation{Name: "bridge-test-child", Version: "1.0.0"}, nil)
 	type whoamiArgs struct {

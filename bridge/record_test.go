@@ -37,17 +37,13 @@ func TestRecordGivesEachChildItsRecorderAndClosesIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	var mu sync.Mutex
 	closed := map[string]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b, err := bridge.New(ctx, bridge.Options{Pool: 2, Spec: supervise.Spec{
-		Command: supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"},
+		Command: whoamiCommand(t),
 	}, Record: func(child string) bridge.FrameRecorder {
 		r, err := record.Create(filepath.Join(dir, filepath.Base(child)+".ndjson"), nil)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -42,14 +41,10 @@ func TestTasksFollowTheirIDToTheChildAndTheirCaller(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts child processes")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b, err := bridge.New(ctx, bridge.Options{Pool: 2, Spec: supervise.Spec{
-		Command: supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"},
+		Command: whoamiCommand(t),
 	}})
 	if err != nil {
 		t.Fatal(err)
