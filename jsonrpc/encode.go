@@ -188,3 +188,18 @@ func SetMember(obj []byte, key string, value []byte) []byte {
 	}
 	return append(out, obj[i+1:]...)
 }
+
+// ReplaceID returns a copy of the message frame with its id replaced by id. old is the id
+// as Decode returned it from frame: a slice of frame, which is then swapped for id without
+// reading the rest of the frame again (a proxy's renaming of ids, per message). When old is
+// not a slice of frame, frame is read as SetMember reads it.
+func ReplaceID(frame []byte, old, id ID) []byte {
+	start := cap(frame) - cap(old) // where old begins, if it is a slice of frame
+	if len(old) == 0 || start < 0 || start+len(old) > len(frame) || &frame[start] != &old[0] {
+		return SetMember(frame, "id", id)
+	}
+	out := make([]byte, 0, len(frame)-len(old)+len(id))
+	out = append(out, frame[:start]...)
+	out = append(out, id...)
+	return append(out, frame[start+len(old):]...)
+}

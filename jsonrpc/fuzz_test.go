@@ -55,6 +55,7 @@ func FuzzDecode(f *testing.F) {
 
 		if err == nil && m.ID != nil {
 			checkEcho(t, data, m)
+			checkReplaceID(t, data, m)
 		}
 		if jsonrpc.IsBatch(data) {
 			checkSplitBatch(t, data)
@@ -342,5 +343,19 @@ func compareRef(t *testing.T, data []byte, m jsonrpc.Message, err error, ref ref
 	// (DIGEST A1 requires UTF-8) is compared only as far as that goes.
 	if m.Kind != jsonrpc.KindResponse && m.Method != ref.method && (utf8.ValidString(m.Method) || utf8.Valid(data)) {
 		t.Fatalf("Decode(%q): method %q, reference %q", data, m.Method, ref.method)
+	}
+}
+
+// checkReplaceID checks that a proxy's renaming of a decoded message's id changes that id
+// and nothing else of what Decode sees.
+func checkReplaceID(t *testing.T, data []byte, m jsonrpc.Message) {
+	out := jsonrpc.ReplaceID(data, m.ID, jsonrpc.StringID("renamed"))
+	got, err := jsonrpc.Decode(out)
+	if err != nil {
+		t.Fatalf("ReplaceID(%q) = %q, which does not decode: %v", data, out, err)
+	}
+	if string(got.ID) != `"renamed"` || got.Kind != m.Kind || got.Method != m.Method ||
+		string(got.Params) != string(m.Params) || string(got.Result) != string(m.Result) || string(got.Error) != string(m.Error) {
+		t.Fatalf("ReplaceID(%q) = %q, decoded as %+v; want %+v with the id \"renamed\"", data, out, got, m)
 	}
 }
