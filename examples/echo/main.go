@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
+	traceFile := flag.String("trace", "", "write an execution trace to this file (go tool trace; for benchmarking Relay itself)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key")
 	redis := fleetflag.AddFlag(flag.CommandLine, "with -http")
 	flag.Parse()
@@ -87,6 +89,15 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "echo:", err)
+			os.Exit(1)
+		}
+		trace.Start(f)
+		defer trace.Stop()
 	}
 	// OpenTelemetry, when the OTEL_* variables ask for it (see package telemetry).
 	tel, err := telemetry.FromEnv(context.Background(), "relay-echo")
