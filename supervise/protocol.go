@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -73,6 +74,12 @@ func (pr *Protocol) isCall(method string, params json.RawMessage) (string, bool)
 // progressToken is the progress token a request carries in its params' _meta, if any.
 func (pr *Protocol) progressToken(params json.RawMessage) json.RawMessage {
 	if pr.rules.ProgressKey == "" {
+		return nil
+	}
+	// Most requests carry no _meta: a look for its name spares the walk through every
+	// member of params (5 % of the proxy's CPU at 64 B). A key spelled with escapes has a
+	// backslash, and is still found by the walk.
+	if !bytes.Contains(params, []byte(`"_meta"`)) && bytes.IndexByte(params, '\\') < 0 {
 		return nil
 	}
 	return jsonrpc.Field(jsonrpc.Field(params, "_meta"), pr.rules.ProgressKey)

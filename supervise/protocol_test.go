@@ -66,3 +66,18 @@ func TestProxyAnswersAHostLineOverTheLimit(t *testing.T) {
 		t.Errorf("Proxy = %v", err)
 	}
 }
+
+func TestProgressToken_FoundHoweverItsKeysAreSpelled(t *testing.T) {
+	for params, want := range map[string]string{
+		`{"name":"echo","arguments":{"text":"hi"}}`:                  "",
+		`{"name":"echo","_meta":{"progressToken":7}}`:                "7",
+		`{"\u005fmeta":{"progressToken":"t"},"name":"echo"}`:         `"t"`,
+		`{"_meta":{"\u0070rogressToken":1}}`:                         "1",
+		`{"arguments":{"text":"_meta progressToken"},"name":"echo"}`: "",
+		`{"arguments":{"_meta":{"progressToken":2}}}`:                "",
+	} {
+		if got := string(mcpProtocol.progressToken([]byte(params))); got != want {
+			t.Errorf("progressToken(%s) = %q, want %q", params, got, want)
+		}
+	}
+}
