@@ -242,7 +242,8 @@ func benchEcho(b *testing.B, cmd []string, msg string, inFlight int) {
 
 	// Warm up untimed, so that JIT-compiled peers are measured at steady
 	// state and every server has grown its buffers.
-	if _, err := s.Drive(ctx, 0, warmUp); err != nil {
+	warm, err := s.Drive(ctx, 0, warmUp)
+	if err != nil {
 		b.Fatal(err)
 	}
 
@@ -262,4 +263,10 @@ func benchEcho(b *testing.B, cmd []string, msg string, inFlight int) {
 	b.ReportMetric(float64(res.Percentile(50))/float64(time.Microsecond), "p50-µs")
 	b.ReportMetric(float64(res.Percentile(99))/float64(time.Microsecond), "p99-µs")
 	b.ReportMetric(float64(s.PeakRSSKiB()), "peak-RSS-KiB") // after Stop, which every OS that tells it has told
+	if cpu := s.CPU(); cpu > 0 {
+		// The server's CPU over every request it answered, the checked call and the warm-up
+		// included (its start and handshake too, a few ms): what one request costs it,
+		// whatever the machine's noise did to the throughput.
+		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(warm.Requests+res.Requests+1), "cpu-µs/req")
+	}
 }

@@ -198,7 +198,8 @@ type Session struct {
 	scratch []byte
 	stopped bool
 	peak    peakMeter
-	peakRSS int64 // the peak read by Stop
+	peakRSS int64         // the peak read by Stop
+	cpu     time.Duration // the child's CPU time, read by Stop
 }
 
 // message is what the reader passes on: the answer to one of our requests,
@@ -302,6 +303,12 @@ func (s *Session) PeakRSSKiB() int64 {
 	}
 	return s.peak.live()
 }
+
+// CPU returns, once Stop has returned, the CPU time (user and system) the child used from its
+// start to its exit, with that of the processes it started and waited for (a supervisor's
+// children, say), as the OS reports it when the child is waited for. Zero before Stop, and
+// where the OS does not tell it.
+func (s *Session) CPU() time.Duration { return s.cpu }
 
 // handshake probes server/discover and falls back to initialize.
 func (s *Session) handshake(ctx context.Context) error {
@@ -602,6 +609,7 @@ func (s *Session) Stop() error {
 	}
 	if ps := s.cmd.ProcessState; ps != nil {
 		s.peakRSS = max(s.peakRSS, s.peak.exited(ps))
+		s.cpu = ps.UserTime() + ps.SystemTime()
 	}
 	close(s.quit)
 	<-s.readerDone
