@@ -267,6 +267,10 @@ func benchEcho(b *testing.B, cmd []string, msg string, inFlight int) {
 		// The server's CPU over every request it answered, the checked call and the warm-up
 		// included (its start and handshake too, a few ms): what one request costs it,
 		// whatever the machine's noise did to the throughput.
-		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(warm.Requests+res.Requests+1), "cpu-µs/req")
+		answered := float64(warm.Requests + res.Requests + 1)
+		b.ReportMetric(float64(cpu)/float64(time.Microsecond)/answered, "cpu-µs/req")
+		if own := s.OwnCPU(); own > 0 { // without the processes it started: a supervisor's own
+			b.ReportMetric(float64(own)/float64(time.Microsecond)/answered, "own-cpu-µs/req")
+		}
 	}
 }

@@ -200,6 +200,7 @@ type Session struct {
 	peak    peakMeter
 	peakRSS int64         // the peak read by Stop
 	cpu     time.Duration // the child's CPU time, read by Stop
+	ownCPU  time.Duration // the child's alone, without its children's, read by Stop
 }
 
 // message is what the reader passes on: the answer to one of our requests,
@@ -309,6 +310,11 @@ func (s *Session) PeakRSSKiB() int64 {
 // children, say), as the OS reports it when the child is waited for. Zero before Stop, and
 // where the OS does not tell it.
 func (s *Session) CPU() time.Duration { return s.cpu }
+
+// OwnCPU returns, once Stop has returned, the CPU time the child itself used up to the close
+// of its stdin, without that of the processes it started: a supervisor's own cost. Zero
+// before Stop, and where the OS does not tell it (it does on Linux).
+func (s *Session) OwnCPU() time.Duration { return s.ownCPU }
 
 // handshake probes server/discover and falls back to initialize.
 func (s *Session) handshake(ctx context.Context) error {
@@ -587,6 +593,7 @@ func (s *Session) Stop() error {
 	}
 	s.stopped = true
 	s.peakRSS = s.peak.live()
+	s.ownCPU = ownCPU(s.cmd.Process.Pid)
 	defer s.peak.close()
 	_ = s.w.Flush()
 	_ = s.stdin.Close()
