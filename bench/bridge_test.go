@@ -32,29 +32,34 @@ import (
 //
 // The flows (see bench/README.md, "BenchmarkBridge"):
 //
-//   - relay, supergateway-stateless: httpload's self-contained 2026-07-28 requests, the load
-//     of BenchmarkHTTPEcho. supergateway 4 routes them, in either mode, to a fresh child per
-//     request.
+//   - relay, supergateway-stateless, direct: httpload's self-contained 2026-07-28 requests,
+//     the load of BenchmarkHTTPEcho. supergateway 4 routes them, in either mode, to a fresh
+//     child per request. direct is examples/echo serving Streamable HTTP itself (-http): what
+//     the bridge costs is relay against direct, on the same connections.
 //   - supergateway-stateful, relay-legacy: the initialize generation, one session per
 //     connection (initialize, notifications/initialized, then tools/call with the
 //     Mcp-Session-Id). supergateway's stateful mode only applies to this flow: it gives each
 //     session a child of its own.
 func BenchmarkBridge(b *testing.B) {
 	echo := relayEcho(b)
-	sg, sgSkip := supergateway()
 	for _, c := range []struct {
 		name   string
 		legacy bool
 		cmd    func(addr string) []string
 	}{
 		{"relay", false, func(addr string) []string { return relayBridgeCmd(b, addr, echo.cmd[0]) }},
-		{"supergateway-stateless", false, func(addr string) []string { return sgCmd(sg, addr, echo.cmd[0], false) }},
-		{"supergateway-stateful", true, func(addr string) []string { return sgCmd(sg, addr, echo.cmd[0], true) }},
+		{"supergateway-stateless", false, func(addr string) []string { return sgCmd(sgEntry(), addr, echo.cmd[0], false) }},
+		{"supergateway-stateful", true, func(addr string) []string { return sgCmd(sgEntry(), addr, echo.cmd[0], true) }},
 		{"relay-legacy", true, func(addr string) []string { return relayBridgeCmd(b, addr, echo.cmd[0]) }},
+		{"direct", false, func(addr string) []string { return []string{echo.cmd[0], "-http", addr} }},
 	} {
 		b.Run("server="+c.name+"/conns="+strconv.Itoa(bridgeConns), func(b *testing.B) {
-			if strings.HasPrefix(c.name, "supergateway") && sgSkip != "" {
-				b.Skip(sgSkip)
+			// Asked here, not before the loop, so that a run without the supergateway
+			// cases (-bench 'Bridge/server=relay/') does not install it.
+			if strings.HasPrefix(c.name, "supergateway") {
+				if _, skip := supergateway(); skip != "" {
+					b.Skip(skip)
+				}
 			}
 			benchBridge(b, c.cmd, filepath.Base(echo.cmd[0]), c.legacy)
 		})
@@ -95,6 +100,12 @@ func relayBridgeCmd(b *testing.B, addr, echo string) []string {
 		b.Fatal(err)
 	}
 	return []string{cli, "bridge", "--listen", addr, "--pool", strconv.Itoa(bridgePool), "--", echo}
+}
+
+// sgEntry is supergateway's entry point, once a sub-benchmark has checked that it is installed.
+func sgEntry() string {
+	entry, _ := supergateway()
+	return entry
 }
 
 func sgCmd(entry, addr, echo string, stateful bool) []string {
