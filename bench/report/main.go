@@ -4,11 +4,12 @@
 //	go run ./bench/report -rounds 3 -readme README.md -svg docs/bench.svg
 //
 // Each round runs every server through BenchmarkEcho, BenchmarkSleep, BenchmarkFraming and
-// BenchmarkIdleInFlight once (package bench), so the servers alternate round by round and a
-// slow minute of the machine does not land on one of them; the table shows the median of the
-// rounds. Progress goes to stderr. Without -readme the table is printed on stdout; with it,
-// the part of the README between the lines <!-- bench:begin --> and <!-- bench:end --> is
-// replaced.
+// BenchmarkIdleInFlight once (package bench), and the sub-benchmarks of BenchmarkSupervise,
+// BenchmarkGateway, BenchmarkBridge and BenchmarkHTTPEcho that the proxy paths table compares,
+// so the servers alternate round by round and a slow minute of the machine does not land on
+// one of them; the tables show the median of the rounds. Progress goes to stderr. Without
+// -readme the tables are printed on stdout; with it, the part of the README between the lines
+// <!-- bench:begin --> and <!-- bench:end --> is replaced.
 package main
 
 import (
@@ -54,7 +55,7 @@ func run(rounds int, benchtime, readme, svg string) error {
 	started := time.Now()
 	for r := 1; r <= rounds; r++ {
 		for _, step := range []struct{ pattern, benchtime string }{
-			{"^(BenchmarkEcho|BenchmarkFraming)$", benchtime},
+			{timedPattern(), benchtime},
 			{"^BenchmarkSleep$", "1x"},        // one batch of 2,560 calls is the measurement
 			{"^BenchmarkIdleInFlight$", "1x"}, // 10,000 and 100,000 requests parked at once
 		} {
@@ -80,6 +81,31 @@ func run(rounds int, benchtime, readme, svg string) error {
 		return err
 	}
 	return replaceBetweenMarkers(readme, out.Bytes())
+}
+
+// timedPattern is the -bench pattern of the benchmarks a round runs for -benchtime, all in one
+// go test so that the servers are built once: BenchmarkEcho and BenchmarkFraming whole, and
+// of the others only the sub-benchmarks proxyRows compares. Each is an alternative of its own
+// (a | outside parentheses), as go test matches every alternative level by level.
+func timedPattern() string {
+	alts := []string{"^BenchmarkEcho$", "^BenchmarkFraming$"}
+	for _, r := range proxyRows {
+		for _, name := range []string{r.path, r.against} {
+			if alt := exactPattern(name); !slices.Contains(alts, alt) {
+				alts = append(alts, alt)
+			}
+		}
+	}
+	return strings.Join(alts, "|")
+}
+
+// exactPattern matches the benchmark name and nothing else, level by level.
+func exactPattern(name string) string {
+	levels := strings.Split(name, "/")
+	for i, l := range levels {
+		levels[i] = "^" + regexp.QuoteMeta(l) + "$"
+	}
+	return strings.Join(levels, "/")
 }
 
 // goTest runs one go test -bench of package bench and records every result line.
@@ -293,6 +319,66 @@ func writeTables(w io.Writer, res results, rounds int, benchtime string) {
 		}
 		fmt.Fprint(w, " (aim ≤ 4,096 bytes at both).\n")
 	}
+	fmt.Fprintln(w)
+	writeProxyTable(w, res)
+}
+
+// proxyRow is one line of the proxy paths table: the throughput of one path of 64 B echo
+// calls against another's, both measured in each round.
+type proxyRow struct {
+	title         string
+	path, against string  // benchmark names
+	aim           float64 // path ÷ against must be at least this; below 1 it reads as a share
+}
+
+// proxyRows are the lines of the proxy paths table, in order; timedPattern runs what they name.
+var proxyRows = []proxyRow{
+	{"`relay supervise` against the server direct (stdio, 256 in flight)",
+		"BenchmarkSupervise/path=supervised/size=64B/inflight=256", "BenchmarkSupervise/path=direct/size=64B/inflight=256", 0.7},
+	// Both at BenchmarkBridge's 16 connections, the same self-contained requests.
+	{"`relay bridge` against examples/echo's own Streamable HTTP (16 connections)",
+		"BenchmarkBridge/server=relay/conns=16", "BenchmarkBridge/server=direct/conns=16", 0.7},
+	{"`relay gateway` against the server direct (stdio, 256 in flight)",
+		"BenchmarkGateway/path=gateway/size=64B/inflight=256", "BenchmarkGateway/path=direct/size=64B/inflight=256", 0.7},
+	{"Streamable HTTP: Relay against a bare net/http handler (64 connections)",
+		"BenchmarkHTTPEcho/server=relay/conns=64", "BenchmarkHTTPEcho/server=bare/conns=64", 0.8},
+	{"Streamable HTTP: Relay against mcp-go 1.2.1 (64 connections)",
+		"BenchmarkHTTPEcho/server=relay/conns=64", "BenchmarkHTTPEcho/server=mcpgo/conns=64", 3},
+}
+
+// writeProxyTable writes the proxy paths table: each row's two medians of req/s, with the
+// server's CPU per request where the benchmark reports it, and their ratio against the aim.
+func writeProxyTable(w io.Writer, res results) {
+	fmt.Fprint(w, "| proxy paths, 64 B echo | req/s | against (req/s) | ratio |\n|---|---:|---:|---:|\n")
+	for _, r := range proxyRows {
+		path, ok1 := res.median(r.path, "req/s")
+		against, ok2 := res.median(r.against, "req/s")
+		ratio, aim := "–", fmt.Sprintf("%.0f %%", 100*r.aim)
+		if r.aim >= 1 {
+			aim = fmt.Sprintf("%g×", r.aim)
+		}
+		switch {
+		case ok1 && ok2 && against > 0 && r.aim >= 1:
+			ratio = fmt.Sprintf("%.2f×", path/against)
+		case ok1 && ok2 && against > 0:
+			ratio = fmt.Sprintf("%.0f %%", 100*path/against)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s (aim ≥ %s) |\n", r.title, throughput(res, r.path), throughput(res, r.against), ratio, aim)
+	}
+}
+
+// throughput is a benchmark's median req/s, with the server's CPU per request (cpu-µs/req)
+// when the benchmark reports it, or "not measured" when it did not run or was skipped.
+func throughput(res results, name string) string {
+	v, ok := res.median(name, "req/s")
+	if !ok {
+		return "not measured"
+	}
+	s := thousands(v)
+	if cpu, ok := res.median(name, "cpu-µs/req"); ok {
+		s += fmt.Sprintf(" (CPU %.1f µs/req)", cpu)
+	}
+	return s
 }
 
 // machine describes the computer the benchmarks ran on.

@@ -77,3 +77,61 @@ func FuzzParseLine(f *testing.F) {
 		}
 	})
 }
+
+// A line of `go test ./bench -run '^$' -bench 'Supervise$' -benchtime 100ms` (2026-12-02): the
+// unit cpu-µs/req is read as it is written, µ and all.
+func TestParseLineSupervise(t *testing.T) {
+	name, m, ok := parseLine("BenchmarkSupervise/path=supervised/size=64B/inflight=256-2     \t   10000\t     14692 ns/op\t        12.70 cpu-µs/req\t      3245 p50-µs\t      8496 p99-µs\t     26072 peak-RSS-KiB\t     68327 req/s")
+	if !ok || name != proxyRows[0].path || m["req/s"] != 68327 || m["cpu-µs/req"] != 12.70 || m["peak-RSS-KiB"] != 26072 {
+		t.Fatalf("got %q %v %v", name, m, ok)
+	}
+}
+
+// The proxy paths table: medians of req/s on both sides, CPU per request where the benchmark
+// reports it, the ratio as a share or a multiple like its aim, and "not measured" for a side
+// that never ran.
+func TestWriteProxyTable(t *testing.T) {
+	res := results{}
+	for _, round := range []struct{ direct, supervised, directCPU, supervisedCPU float64 }{
+		{100_000, 60_000, 5.0, 12.0}, {120_000, 66_000, 5.4, 12.6}, {110_000, 90_000, 5.2, 12.2},
+	} {
+		res.add(proxyRows[0].against, map[string]float64{"req/s": round.direct, "cpu-µs/req": round.directCPU})
+		res.add(proxyRows[0].path, map[string]float64{"req/s": round.supervised, "cpu-µs/req": round.supervisedCPU})
+	}
+	res.add("BenchmarkHTTPEcho/server=relay/conns=64", map[string]float64{"req/s": 14_000})
+	res.add("BenchmarkHTTPEcho/server=bare/conns=64", map[string]float64{"req/s": 20_000})
+	res.add("BenchmarkHTTPEcho/server=mcpgo/conns=64", map[string]float64{"req/s": 6_500})
+	res.add("BenchmarkGateway/path=direct/size=64B/inflight=256", map[string]float64{"req/s": 89_000, "cpu-µs/req": 5.1})
+	// The bridge's rows ran on one side only, and the gateway's path not at all.
+	res.add("BenchmarkBridge/server=relay/conns=16", map[string]float64{"req/s": 7_500})
+
+	var out bytes.Buffer
+	writeTables(&out, res, 3, "2s")
+	text := out.String()
+	for _, want := range []string{
+		"| proxy paths, 64 B echo | req/s | against (req/s) | ratio |\n|---|---:|---:|---:|\n",
+		"| `relay supervise` against the server direct (stdio, 256 in flight) | 66,000 (CPU 12.2 µs/req) | 110,000 (CPU 5.2 µs/req) | 60 % (aim ≥ 70 %) |",
+		"| `relay bridge` against examples/echo's own Streamable HTTP (16 connections) | 7,500 | not measured | – (aim ≥ 70 %) |",
+		"| `relay gateway` against the server direct (stdio, 256 in flight) | not measured | 89,000 (CPU 5.1 µs/req) | – (aim ≥ 70 %) |",
+		"| Streamable HTTP: Relay against a bare net/http handler (64 connections) | 14,000 | 20,000 | 70 % (aim ≥ 80 %) |",
+		"| Streamable HTTP: Relay against mcp-go 1.2.1 (64 connections) | 14,000 | 6,500 | 2.15× (aim ≥ 3×) |",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table lacks\n%s\ngot:\n%s", want, text)
+		}
+	}
+}
+
+// One go test runs the stdio tables' benchmarks whole and, of the others, exactly the
+// sub-benchmarks the proxy paths table compares, each once.
+func TestTimedPattern(t *testing.T) {
+	got := timedPattern()
+	want := "^BenchmarkEcho$|^BenchmarkFraming$" +
+		"|^BenchmarkSupervise$/^path=supervised$/^size=64B$/^inflight=256$|^BenchmarkSupervise$/^path=direct$/^size=64B$/^inflight=256$" +
+		"|^BenchmarkBridge$/^server=relay$/^conns=16$|^BenchmarkBridge$/^server=direct$/^conns=16$" +
+		"|^BenchmarkGateway$/^path=gateway$/^size=64B$/^inflight=256$|^BenchmarkGateway$/^path=direct$/^size=64B$/^inflight=256$" +
+		"|^BenchmarkHTTPEcho$/^server=relay$/^conns=64$|^BenchmarkHTTPEcho$/^server=bare$/^conns=64$|^BenchmarkHTTPEcho$/^server=mcpgo$/^conns=64$"
+	if got != want {
+		t.Errorf("timedPattern() =\n%s\nwant\n%s", got, want)
+	}
+}
