@@ -217,9 +217,14 @@ func (c *Child) Exit() Exit { return c.exit }
 // Send queues one frame for the child's stdin. It fails once stdin is closed or the child
 // has exited, and with ErrBacklog while the child has not read MaxBacklog bytes sent to it.
 func (c *Child) Send(frame []byte) error {
+	// Two receives of one channel each: a select over both would lock them both, on every
+	// frame sent.
 	select {
 	case <-c.closed:
 		return ErrStdinClosed
+	default:
+	}
+	select {
 	case <-c.done:
 		return ErrExited
 	default:
@@ -295,6 +300,11 @@ func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 		if msg.TooLarge > 0 {
 			c.warn.Warn("discarded a line of the child's stdout over the size limit", nil, zap.Int("limit", msg.TooLarge))
 			return true
+		}
+		select {
+		case c.frames <- msg.Frame: // room at once, as under load: no select over two channels
+			return true
+		default:
 		}
 		select {
 		case c.frames <- msg.Frame:

@@ -194,6 +194,11 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 		defer close(hostFrames)
 		err := stdio.ReadFrames(readCtx, hostIn, 0, func(msg runtime.Inbound) bool {
 			select {
+			case hostFrames <- msg.Frame: // room at once, as under load: no select over two channels
+				return true
+			default:
+			}
+			select {
 			case hostFrames <- msg.Frame: // nil for a line over the limit
 				return true
 			case <-readCtx.Done():
