@@ -194,12 +194,37 @@ func SetMember(obj []byte, key string, value []byte) []byte {
 // reading the rest of the frame again (a proxy's renaming of ids, per message). When old is
 // not a slice of frame, frame is read as SetMember reads it.
 func ReplaceID(frame []byte, old, id ID) []byte {
-	start := cap(frame) - cap(old) // where old begins, if it is a slice of frame
-	if len(old) == 0 || start < 0 || start+len(old) > len(frame) || &frame[start] != &old[0] {
+	start, ok := idAt(frame, old)
+	if !ok {
 		return SetMember(frame, "id", id)
 	}
 	out := make([]byte, 0, len(frame)-len(old)+len(id))
 	out = append(out, frame[:start]...)
 	out = append(out, id...)
 	return append(out, frame[start+len(old):]...)
+}
+
+// ReplaceIDInPlace is ReplaceID for a frame that the caller owns and that nothing else reads:
+// the id is swapped in the frame's own memory when its capacity allows (as it mostly does
+// when the ids are about as long), which spares a copy of the frame; otherwise it returns
+// ReplaceID's copy. No slice of frame (old, a Message's members) is valid after it.
+func ReplaceIDInPlace(frame []byte, old, id ID) []byte {
+	start, ok := idAt(frame, old)
+	n := len(frame) - len(old) + len(id)
+	if !ok || n > cap(frame) {
+		return ReplaceID(frame, old, id)
+	}
+	out := frame[:n]
+	copy(out[start+len(id):], frame[start+len(old):]) // copy moves overlapping bytes right
+	copy(out[start:], id)
+	return out
+}
+
+// idAt returns where old begins in frame, and whether old is a slice of frame at all.
+func idAt(frame []byte, old ID) (int, bool) {
+	start := cap(frame) - cap(old)
+	if len(old) == 0 || start < 0 || start+len(old) > len(frame) || &frame[start] != &old[0] {
+		return 0, false
+	}
+	return start, true
 }

@@ -358,4 +358,9 @@ func checkReplaceID(t *testing.T, data []byte, m jsonrpc.Message) {
 		string(got.Params) != string(m.Params) || string(got.Result) != string(m.Result) || string(got.Error) != string(m.Error) {
 		t.Fatalf("ReplaceID(%q) = %q, decoded as %+v; want %+v with the id \"renamed\"", data, out, got, m)
 	}
+	owned := append(make([]byte, 0, len(data)+8), data...)
+	mo, _ := jsonrpc.Decode(owned)
+	if in := jsonrpc.ReplaceIDInPlace(owned, mo.ID, jsonrpc.StringID("renamed")); string(in) != string(out) {
+		t.Fatalf("ReplaceIDInPlace(%q) = %q, ReplaceID = %q", data, in, out)
+	}
 }

@@ -19,6 +19,19 @@ func TestReplaceID_SwapsTheDecodedIDAndKeepsEveryOtherByte(t *testing.T) {
 		if string(frame) != c.frame {
 			t.Errorf("ReplaceID changed its input: %s", frame)
 		}
+		// In place: in the frame's own memory when its capacity allows, a copy otherwise.
+		for _, spare := range []int{0, 16} {
+			owned := append(make([]byte, 0, len(frame)+spare), frame...)
+			m, _ := Decode(owned)
+			got := ReplaceIDInPlace(owned, m.ID, ID(c.id))
+			if string(got) != c.want {
+				t.Errorf("ReplaceIDInPlace(%s, %s) with %d spare = %s, want %s", c.frame, c.id, spare, got, c.want)
+			}
+			fits := len(c.want) <= cap(owned)
+			if same := &got[0] == &owned[0]; same != fits {
+				t.Errorf("ReplaceIDInPlace(%s, %s) with %d spare: in place %v, want %v", c.frame, c.id, spare, same, fits)
+			}
+		}
 	}
 }
 

@@ -80,12 +80,14 @@ func (o *Outbox) Abort() {
 	}
 }
 
-// take hands the writer everything queued, and whether the outbox is closed.
-func (o *Outbox) take() ([][]byte, bool) {
+// take hands the writer everything queued, and whether the outbox is closed. The queue goes
+// on in spare, the writer's last batch, emptied: a busy outbox would otherwise grow a new
+// queue for every batch.
+func (o *Outbox) take(spare [][]byte) ([][]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := o.queue
-	o.queue = nil
+	o.queue = spare[:0]
 	return q, o.closed
 }
 
@@ -105,9 +107,10 @@ func WriteOutbox(w io.Writer, o *Outbox, log *zap.Logger) error {
 		log = zap.NewNop()
 	}
 	bw := batchWriter{w: w, log: log, failed: func(error) { o.Close() }, buf: make([]byte, 0, 64<<10)}
+	var spare [][]byte
 	for range o.kick {
 		for {
-			q, closed := o.take()
+			q, closed := o.take(spare)
 			n := 0
 			for _, f := range q {
 				bw.add(f)
@@ -118,6 +121,10 @@ func WriteOutbox(w io.Writer, o *Outbox, log *zap.Logger) error {
 			}
 			bw.flush()
 			o.written(n)
+			clear(q) // the frames are written: hold none of them
+			if spare = q; cap(spare) > 4096 {
+				spare = nil // not the whole of a burst's queue
+			}
 			if bw.err != nil {
 				return bw.err
 			}

@@ -104,6 +104,7 @@ type proxy struct {
 	childOut  <-chan []byte
 	nextID    int64
 	pend      map[string]*pending  // child id → request
+	free      []*pending           // answered requests' records, for the next ones (recycle)
 	byHost    map[string]string    // host id → child id
 	queue     [][]byte             // host frames waiting for a child, or for the suspects
 	suspects  []string             // ids of the suspects waiting to be sent again, one at a time
@@ -314,7 +315,7 @@ func newProxy(sup *Supervisor, toHost chan<- []byte, o ProxyOptions) *proxy {
 	return &proxy{sup: sup, proto: o.Protocol, clock: sup.spec.Clock, opts: o, log: o.Logger, bad: ratelog.New(o.Logger, nil), host: toHost, pend: map[string]*pending{},
 		byHost: map[string]string{}, annotated: map[string]bool{}, calls: map[string]childCall{},
 		subscribed: map[string]bool{}, restate: map[string]json.RawMessage{},
-		retiring: map[*Child]*retiree{}, retired: make(chan retiredFrame)}
+		retiring: map[*Child]*retiree{}, retired: make(chan retiredFrame), free: make([]*pending, 0, 256)}
 }
 
 func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
@@ -870,8 +871,9 @@ func (p *proxy) fromHost(f []byte) {
 		}
 		p.learnChild()
 	}
-	r := &pending{hostID: m.ID, method: m.Method, params: m.Params, listen: is(m.Method, p.proto.rules.Listen),
-		hostToken: p.proto.progressToken(m.Params)}
+	r := p.newPending()
+	r.hostID, r.method, r.params = m.ID, m.Method, m.Params
+	r.listen, r.hostToken = is(m.Method, p.proto.rules.Listen), p.proto.progressToken(m.Params)
 	if p.opts.Observer != nil {
 		r.params, r.call = p.opts.Observer.Request(m.Method, m.Params)
 	}
@@ -1052,14 +1054,14 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		return
 	}
 	rules := &p.proto.rules
+	kept := false // the proxy keeps a slice of the answer
 	switch {
 	case m.Result == nil, r.to != p.child: // an upgraded-away child's lists are not the proxy's
 	case is(r.method, rules.ListTools):
 		p.learn(m.Result)
 	case is(r.method, rules.Handshake), is(r.method, rules.Discover):
-		p.caps = jsonrpc.Field(m.Result, rules.Capabilities)
+		p.caps, kept = jsonrpc.Field(m.Result, rules.Capabilities), true
 	}
-	p.toHost(jsonrpc.ReplaceID(f, m.ID, r.hostID))
 	if r.call != nil {
 		var e *jsonrpc.Error
 		if m.Error != nil {
@@ -1068,6 +1070,33 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		}
 		r.call.Ended(e, false)
 	}
+	if kept {
+		p.toHost(jsonrpc.ReplaceID(f, m.ID, r.hostID))
+	} else {
+		// The child's frame is the proxy's alone (its reader made it for the proxy) and
+		// nothing above kept a slice of it: the host's id goes in its own memory.
+		p.toHost(jsonrpc.ReplaceIDInPlace(f, m.ID, r.hostID))
+	}
+	p.recycle(r)
+}
+
+// recycle keeps an answered request's record for the next one: one allocation less per
+// request (nothing refers to it once it has left p.pend and been answered).
+func (p *proxy) recycle(r *pending) {
+	if len(p.free) < cap(p.free) {
+		*r = pending{}
+		p.free = append(p.free, r)
+	}
+}
+
+// newPending returns a cleared record, recycled if one is free.
+func (p *proxy) newPending() *pending {
+	if n := len(p.free); n > 0 {
+		r := p.free[n-1]
+		p.free = p.free[:n-1]
+		return r
+	}
+	return new(pending)
 }
 
 // internalAnswer completes the proxy's own requests: a replayed handshake is followed by its

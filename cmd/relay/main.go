@@ -45,6 +45,12 @@ func main() {
 	}
 	code := run()
 	pprof.StopCPUProfile() // a no-op unless profiling
+	if path := os.Getenv("RELAY_MEMPROFILE"); path != "" { // what Relay allocated, and where
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	os.Exit(code)
 }
 
