@@ -24,6 +24,8 @@ type Protocol struct {
 	cancel   string
 	answered bool
 	tooLarge func(limit int) *jsonrpc.Error // answers a host line over the size limit
+	// progressKey is the progress token's key, quoted, as it stands in a request's params.
+	progressKey []byte
 }
 
 // ProtocolOf reads a protocol's rules for a proxy from its profile: mcp.Rules() or
@@ -41,6 +43,7 @@ func ProtocolOf(p runtime.Profile) *Protocol {
 	if p.Proxy != nil {
 		pr.rules = *p.Proxy
 	}
+	pr.progressKey = jsonrpc.AppendString(nil, pr.rules.ProgressKey)
 	for _, m := range pr.rules.ReadOnly {
 		pr.readOnly[m] = true
 	}
@@ -76,10 +79,11 @@ func (pr *Protocol) progressToken(params json.RawMessage) json.RawMessage {
 	if pr.rules.ProgressKey == "" {
 		return nil
 	}
-	// Most requests carry no _meta: a look for its name spares the walk through every
-	// member of params (5 % of the proxy's CPU at 64 B). A key spelled with escapes has a
+	// Most requests carry no progress token (a 2026-07-28 request's _meta holds its
+	// version and capabilities): a look for the key's name spares the walk through params
+	// and _meta (5 to 7 % of the proxy's CPU at 64 B). A key spelled with escapes has a
 	// backslash, and is still found by the walk.
-	if !bytes.Contains(params, []byte(`"_meta"`)) && bytes.IndexByte(params, '\\') < 0 {
+	if !bytes.Contains(params, pr.progressKey) && bytes.IndexByte(params, '\\') < 0 {
 		return nil
 	}
 	return jsonrpc.Field(jsonrpc.Field(params, "_meta"), pr.rules.ProgressKey)

@@ -75,6 +75,7 @@ func TestProgressToken_FoundHoweverItsKeysAreSpelled(t *testing.T) {
 		`{"_meta":{"\u0070rogressToken":1}}`:                         "1",
 		`{"arguments":{"text":"_meta progressToken"},"name":"echo"}`: "",
 		`{"arguments":{"_meta":{"progressToken":2}}}`:                "",
+		`{"_meta":{"protocolVersion":"2026-07-28"},"name":"echo"}`:   "",
 	} {
 		if got := string(mcpProtocol.progressToken([]byte(params))); got != want {
 			t.Errorf("progressToken(%s) = %q, want %q", params, got, want)
