@@ -1059,6 +1059,7 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 	case m.Result == nil, r.to != p.child: // an upgraded-away child's lists are not the proxy's
 	case is(r.method, rules.ListTools):
 		p.learn(m.Result)
+		kept = true // a profile's ReadTools may keep slices of the result
 	case is(r.method, rules.Handshake), is(r.method, rules.Discover):
 		p.caps, kept = jsonrpc.Field(m.Result, rules.Capabilities), true
 	}
@@ -1074,7 +1075,8 @@ func (p *proxy) answer(m jsonrpc.Message, f []byte) {
 		p.toHost(jsonrpc.ReplaceID(f, m.ID, r.hostID))
 	} else {
 		// The child's frame is the proxy's alone (its reader made it for the proxy) and
-		// nothing above kept a slice of it: the host's id goes in its own memory.
+		// nothing above kept a slice of it: the host's id goes in its own memory. The
+		// answers to the methods above are rare: they are copied.
 		p.toHost(jsonrpc.ReplaceIDInPlace(f, m.ID, r.hostID))
 	}
 	p.recycle(r)
