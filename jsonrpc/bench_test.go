@@ -19,7 +19,8 @@ type stdMessage struct {
 	Error   json.RawMessage `json:"error,omitempty"`
 }
 
-// benchFrames returns a small request (about 64 bytes) and one whose params hold 64 KiB.
+// benchFrames returns a small request (about 64 bytes), a 2026-07-28 tools/call with its
+// _meta and the answer to it, as a proxy sees them, and a request whose params hold 64 KiB.
 func benchFrames() []struct {
 	name  string
 	frame []byte
@@ -39,6 +40,8 @@ func benchFrames() []struct {
 		frame []byte
 	}{
 		{"64B", []byte(small)},
+		{"call", []byte(`{"jsonrpc":"2.0","id":123456,"method":"tools/call","params":{"name":"echo","arguments":{"text":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-_ab"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)},
+		{"answer", []byte(`{"jsonrpc":"2.0","id":123456,"result":{"content":[{"type":"text","text":"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,-_ab"}],"isError":false}}`)},
 		{"64KiB", []byte(sb.String())},
 	}
 }
@@ -52,7 +55,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, err := jsonrpc.Decode(f.frame)
-				if err != nil || m.Kind != jsonrpc.KindRequest {
+				if err != nil || m.Kind == jsonrpc.KindInvalid {
 					b.Fatal(err)
 				}
 			}
@@ -62,7 +65,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var m stdMessage
-				if err := json.Unmarshal(f.frame, &m); err != nil || m.Method == "" {
+				if err := json.Unmarshal(f.frame, &m); err != nil || m.JSONRPC == "" {
 					b.Fatal(err)
 				}
 			}

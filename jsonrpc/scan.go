@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // maxDepth bounds nesting so that a hostile frame cannot exhaust the stack; it matches the
@@ -91,15 +92,30 @@ func plain32(d []byte, i int) bool {
 func skipString(d []byte, i int) (int, error) {
 	i++
 	for {
+		// Most strings are short (keys, names, ids): the first 8 bytes usually hold the
+		// closing quote, and the lowest byte that notPlain flags is where it stands (a
+		// borrow in its arithmetic only flags bytes above a flagged one).
+		if i+8 <= len(d) {
+			if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
+			i += 8
+		}
 		for i+32 <= len(d) && plain32(d, i) { // long strings: 32 bytes a step, then 8
 			i += 32
 		}
-		for i+8 <= len(d) && plain8(d, i) {
+		for i+8 <= len(d) {
+			if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
 			i += 8
 		}
 		for i < len(d) && strSafe[d[i]] {
 			i++
 		}
+	special:
 		if i >= len(d) {
 			return 0, errSyntax
 		}

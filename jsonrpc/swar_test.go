@@ -25,7 +25,13 @@ func TestSWARBoundaries(t *testing.T) {
 			t.Fatalf("Decode of a string %q: error %v, but json.Valid says %v", s, err, json.Valid(frame))
 		}
 	}
-	for n := 1; n <= 24; n++ { // past one 16-byte and one 8-byte step
+	// Past one 16-byte and one 8-byte step of AppendString, and past the string scanner's
+	// first 8-byte step and one 32-byte step after it.
+	lengths := []int{39, 40, 41, 47, 48}
+	for n := 24; n >= 1; n-- {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
 		for i := range n {
 			for _, a := range specials {
 				s := bytes.Repeat([]byte{'a'}, n)
