@@ -212,7 +212,12 @@ func validID(raw []byte, response bool) bool {
 	case raw[0] == '"':
 		return true
 	case raw[0] == '-' || isDigit(raw[0]):
-		return bytes.IndexAny(raw, ".eE") < 0
+		for _, c := range raw { // a valid number (the scanner said so): an integer has neither
+			if c == '.' || c == 'e' || c == 'E' {
+				return false
+			}
+		}
+		return true
 	case string(raw) == "null":
 		return response
 	}
