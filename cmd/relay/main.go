@@ -45,7 +45,8 @@ func main() {
 	}
 	code := run()
 	pprof.StopCPUProfile() // a no-op unless profiling
-	if path := os.Getenv("RELAY_MEMPROFILE"); path != "" { // what Relay allocated, and where
+	// What Relay allocated, and where: for profiling Relay itself.
+	if path := os.Getenv("RELAY_MEMPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
