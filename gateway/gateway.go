@@ -859,9 +859,7 @@ func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 }
 
 func stringField(obj json.RawMessage, name string) (string, bool) {
-	var s string
-	err := json.Unmarshal(jsonrpc.Field(obj, name), &s)
-	return s, err == nil
+	return jsonrpc.Unquote(jsonrpc.Field(obj, name))
 }
 
 func quote(s string) json.RawMessage {

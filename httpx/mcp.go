@@ -246,8 +246,7 @@ func (h *MCPHandler) calls(_ string, body []byte) []Call {
 		if m.Method == "resources/read" {
 			key = "uri"
 		}
-		var name string
-		json.Unmarshal(jsonrpc.Field(m.Params, key), &name)
+		name, _ := jsonrpc.Unquote(jsonrpc.Field(m.Params, key))
 		out = append(out, Call{Method: m.Method, Name: name})
 	}
 	return out
@@ -392,8 +391,8 @@ func (h *MCPHandler) modern(w http.ResponseWriter, r *http.Request, body []byte,
 // the dispatcher answers the missing _meta (-32602) first.
 func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) *jsonrpc.Error {
 	meta := jsonrpc.Field(msg.Params, "_meta")
-	var version string
-	if json.Unmarshal(jsonrpc.Field(meta, mcp.MetaProtocolVersion), &version) != nil {
+	version, ok := jsonrpc.Unquote(jsonrpc.Field(meta, mcp.MetaProtocolVersion))
+	if !ok {
 		return nil
 	}
 	mismatch := func(what string) *jsonrpc.Error {
@@ -416,8 +415,7 @@ func (h *MCPHandler) checkMirroredHeaders(r *http.Request, msg jsonrpc.Message) 
 	default:
 		return nil
 	}
-	var want string
-	json.Unmarshal(jsonrpc.Field(msg.Params, nameField), &want)
+	want, _ := jsonrpc.Unquote(jsonrpc.Field(msg.Params, nameField))
 	name, once := oneValue(r.Header, "Mcp-Name")
 	got, ok := decodeHeaderValue(name)
 	if !once || !ok || got != want {

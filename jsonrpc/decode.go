@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // DecodeError says why a frame is not a usable message. Code is CodeParseError for text that
@@ -249,6 +250,19 @@ func methodName(raw []byte) (string, bool) {
 		return s, true
 	}
 	return string(body), true
+}
+
+// Unquote returns the string a raw JSON value holds, as json.Unmarshal into a string gives
+// it: ok is false when raw is empty or neither a string nor null (which gives ""). A string
+// without escapes and in valid UTF-8, as nearly all are, is copied out without going through
+// encoding/json. raw must be valid JSON, as what Field returns is.
+func Unquote(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
 }
 
 // Field returns the raw value of the named member of a JSON object, or nil when obj is not an

@@ -593,3 +593,18 @@ func TestIDs(t *testing.T) {
 		t.Errorf("Null = %s", jsonrpc.Null)
 	}
 }
+
+func TestUnquote_AsEncodingJSONDoes(t *testing.T) {
+	for _, v := range []string{`"plain"`, `""`, `"esc\"aped\n"`, `"\u00e9t\u00e9"`, `"é"`, "\"\xff\xfe\"", `"\ud800"`, `12`, `null`, `{"a":"b"}`, `["x"]`, `true`} {
+		obj := []byte(`{"other":"x","k":` + v + `}`)
+		got, ok := jsonrpc.Unquote(jsonrpc.Field(obj, "k"))
+		var want string
+		wantOK := json.Unmarshal([]byte(v), &want) == nil
+		if ok != wantOK || got != want {
+			t.Errorf("Unquote(%s) = %q, %v; encoding/json gives %q, %v", v, got, ok, want, wantOK)
+		}
+	}
+	if s, ok := jsonrpc.Unquote(nil); ok || s != "" {
+		t.Errorf("Unquote(nil) = %q, %v; want \"\", false", s, ok)
+	}
+}

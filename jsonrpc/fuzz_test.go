@@ -53,6 +53,13 @@ func FuzzDecode(f *testing.F) {
 			compareRef(t, data, m, err, ref)
 		}
 
+		if json.Valid(data) {
+			var want string
+			wantErr := json.Unmarshal(data, &want)
+			if got, ok := jsonrpc.Unquote(data); ok != (wantErr == nil) || got != want {
+				t.Fatalf("Unquote(%q) = %q, %v; encoding/json gives %q, %v", data, got, ok, want, wantErr)
+			}
+		}
 		if err == nil && m.ID != nil {
 			checkEcho(t, data, m)
 			checkReplaceID(t, data, m)

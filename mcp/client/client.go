@@ -365,8 +365,7 @@ func resultType(res json.RawMessage) (string, error) {
 	if raw == nil {
 		return "complete", nil
 	}
-	var rt string
-	json.Unmarshal(raw, &rt)
+	rt, _ := jsonrpc.Unquote(raw)
 	switch rt {
 	case "complete", "input_required", "task":
 		return rt, nil
