@@ -65,6 +65,23 @@ func (m Mailbox[T]) Send(ctx context.Context, v T) error {
 	}
 }
 
+// Deliver sends v on ch, or gives up and reports false once done is closed. A channel with
+// room takes v at once, without the select over both channels (which locks them both): a
+// sender under load, whose receiver keeps up, pays for one channel only.
+func Deliver[T any](ch chan<- T, v T, done <-chan struct{}) bool {
+	select {
+	case ch <- v:
+		return true
+	default:
+	}
+	select {
+	case ch <- v:
+		return true
+	case <-done:
+		return false
+	}
+}
+
 // Receive returns the channel the owning actor reads.
 func (m Mailbox[T]) Receive() <-chan T { return m.ch }
 

@@ -335,3 +335,25 @@ func TestGroup(t *testing.T) {
 }
 
 type ctxKey struct{}
+
+func TestDeliver_SendsOrGivesUpWhenDone(t *testing.T) {
+	ch := make(chan int, 1)
+	done := make(chan struct{})
+	if !actors.Deliver(ch, 1, done) || <-ch != 1 {
+		t.Fatal("a channel with room did not take the value")
+	}
+	go func() { ch <- 2 }() // fills ch: the next Deliver waits for room
+	for len(ch) == 0 {
+		runtime.Gosched()
+	}
+	got := make(chan bool)
+	go func() { got <- actors.Deliver(ch, 3, done) }()
+	if <-ch != 2 || !<-got || <-ch != 3 {
+		t.Fatal("a full channel's value was not delivered once there was room")
+	}
+	ch <- 4
+	close(done)
+	if actors.Deliver(ch, 5, done) {
+		t.Fatal("Deliver to a full channel reported true after done closed")
+	}
+}

@@ -314,9 +314,6 @@ func (r *relayProc) callCaps(ctx context.Context, id int, method string, params 
 
 // ---- the test child ----
 
-// runTestChild serves MCP on stdio with the tool whoami: it waits ms milliseconds and
-// answers with its pid. It is annotated read-only, so a bridge may replay it. crash and die
-// end the process.
 // whoamiCommand is a pool child of the in-process tests: the test binary itself, serving
 // runTestChild. Its environment is a slice with room to spare, as append leaves it.
 func whoamiCommand(t testing.TB) supervise.Command {
@@ -328,6 +325,9 @@ func whoamiCommand(t testing.TB) supervise.Command {
 	return supervise.Command{Path: exe, Env: append(os.Environ(), childEnv+"=1", "GORACE=atexit_sleep_ms=0"), Name: "whoami"}
 }
 
+// runTestChild serves MCP on stdio with the tool whoami: it waits ms milliseconds and
+// answers with its pid. It is annotated read-only, so a bridge may replay it. crash and die
+// end the process.
 func runTestChild() int {
 	s := mcp.NewServer(mcp.Implementation{Name: "bridge-test-child", Version: "1.0.0"}, nil)
 	type whoamiArgs struct {

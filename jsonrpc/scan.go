@@ -77,10 +77,7 @@ func notPlain(x uint64) uint64 {
 	return ((x - lsb*0x20) | ((x ^ lsb*'"') - lsb) | ((x ^ lsb*'\\') - lsb)) &^ x & msb
 }
 
-// plain8 reports whether the 8 bytes at d[i:] hold no quote, backslash or control byte.
-func plain8(d []byte, i int) bool { return notPlain(binary.LittleEndian.Uint64(d[i:])) == 0 }
-
-// plain32 is plain8 for the 32 bytes at d[i:].
+// plain32 reports whether the 32 bytes at d[i:] hold no quote, backslash or control byte.
 func plain32(d []byte, i int) bool {
 	d = d[i : i+32]
 	return notPlain(binary.LittleEndian.Uint64(d))|notPlain(binary.LittleEndian.Uint64(d[8:]))|

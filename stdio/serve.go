@@ -74,17 +74,7 @@ func Serve(ctx context.Context, srv *runtime.Server, r io.Reader, w io.Writer, o
 // closes at the end of input.
 func readLoop(ctx context.Context, r io.Reader, maxFrame int, in chan<- runtime.Inbound, log *zap.Logger) error {
 	err := ReadFrames(ctx, r, maxFrame, func(msg runtime.Inbound) bool {
-		select {
-		case in <- msg: // room at once, as under load: no select over two channels
-			return true
-		default:
-		}
-		select {
-		case in <- msg:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return actors.Deliver(in, msg, ctx.Done())
 	})
 	if err != nil && ctx.Err() == nil {
 		log.Error("cannot read the protocol input; treating it as its end", zap.Error(err))

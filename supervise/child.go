@@ -20,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/actors"
 	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/runtime"
 	"github.com/relayrt/relay/stdio"
@@ -301,15 +302,8 @@ func (c *Child) readStdout(r io.ReadCloser, maxFrame int) {
 			c.warn.Warn("discarded a line of the child's stdout over the size limit", nil, zap.Int("limit", msg.TooLarge))
 			return true
 		}
-		select {
-		case c.frames <- msg.Frame: // room at once, as under load: no select over two channels
+		if actors.Deliver(c.frames, msg.Frame, c.done) {
 			return true
-		default:
-		}
-		select {
-		case c.frames <- msg.Frame:
-			return true
-		case <-c.done:
 		}
 		if dropped > 0 { // nothing read the last one within StopWait: nothing reads
 			dropped++

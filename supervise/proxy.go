@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/relayrt/relay/actors"
 	"github.com/relayrt/relay/internal/ratelog"
 	"github.com/relayrt/relay/jsonrpc"
 	"github.com/relayrt/relay/runtime"
@@ -100,6 +101,7 @@ type proxy struct {
 	bad   *ratelog.Limiter // the child's malformed frames: 10 entries a second, then a count
 	host  chan<- []byte    // to the host's writer actor
 
+	hostIn    <-chan []byte // the host's frames; nil once its input has ended
 	child     *Child
 	childOut  <-chan []byte
 	nextID    int64
@@ -194,17 +196,7 @@ func Proxy(ctx context.Context, sup *Supervisor, hostIn io.Reader, hostOut io.Wr
 		defer close(read)
 		defer close(hostFrames)
 		err := stdio.ReadFrames(readCtx, hostIn, 0, func(msg runtime.Inbound) bool {
-			select {
-			case hostFrames <- msg.Frame: // room at once, as under load: no select over two channels
-				return true
-			default:
-			}
-			select {
-			case hostFrames <- msg.Frame: // nil for a line over the limit
-				return true
-			case <-readCtx.Done():
-				return false
-			}
+			return actors.Deliver(hostFrames, msg.Frame, readCtx.Done()) // nil for a line over the limit
 		})
 		if err != nil && readCtx.Err() == nil {
 			o.Logger.Error("cannot read the host's input; treating it as its end", zap.Error(err))
@@ -320,6 +312,7 @@ func newProxy(sup *Supervisor, toHost chan<- []byte, o ProxyOptions) *proxy {
 
 func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan Event, stopSup func()) error {
 	var tick, drain <-chan time.Time // timeouts and probes; the end of the drain
+	p.hostIn = hostFrames
 	timed := p.opts.Timeout > 0 || p.opts.ProbeAfter > 0
 	if timed {
 		tick = p.clock.After(tickEvery)
@@ -339,15 +332,15 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 			default:
 			}
 			select {
-			case f, ok := <-hostFrames:
-				hostFrames = p.hostFrame(hostFrames, f, ok)
+			case f, ok := <-p.hostIn:
+				p.hostFrame(f, ok)
 				goto served
 			default:
 			}
 		}
 		select {
-		case f, ok := <-hostFrames:
-			hostFrames = p.hostFrame(hostFrames, f, ok)
+		case f, ok := <-p.hostIn:
+			p.hostFrame(f, ok)
 		case f, ok := <-p.childOut:
 			p.childFrame(f, ok)
 		case f, ok := <-p.candidateFrames():
@@ -399,18 +392,16 @@ func (p *proxy) run(ctx context.Context, hostFrames <-chan []byte, events <-chan
 }
 
 // hostFrame handles what the host's reader sent: a frame, a line it discarded (nil), or the
-// end of the host's input (!ok, after which it returns nil, the channel no longer read).
-func (p *proxy) hostFrame(hostFrames <-chan []byte, f []byte, ok bool) <-chan []byte {
+// end of the host's input (!ok).
+func (p *proxy) hostFrame(f []byte, ok bool) {
 	switch {
 	case !ok: // EOF from the host: finish what it asked, within Drain, then stop the child
-		p.hostDone = true
-		return nil
+		p.hostIn, p.hostDone = nil, true
 	case f == nil: // a line the reader discarded: its id is unknown
 		p.toHost(jsonrpc.AppendError(nil, jsonrpc.Null, p.proto.tooLarge(stdio.DefaultMaxFrame)))
 	default:
 		p.fromHost(f)
 	}
-	return hostFrames
 }
 
 // childFrame handles what the current child's reader sent: a frame, or the end of its

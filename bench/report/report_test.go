@@ -43,15 +43,11 @@ func TestWriteTables(t *testing.T) {
 	var out bytes.Buffer
 	writeTables(&out, res, 3, "1s")
 	text := out.String()
-	for _, want := range []string{
+	hasLines(t, text,
 		"| 64 B echo, 256 in flight (req/s) | **110,000** | 5,000 | – | 25,000 | – | 4.40× (aim ≥ 5×) |",
 		"| 64 B echo, 1 in flight: p50 latency | **20.0 µs** | 80.0 µs | – | 50.0 µs | – | 0.40× (aim ≤ 0.5×) |",
 		"Memory per request parked in a handler on a stdio server: 3.6 KiB of Go heap and stacks at 100,000 parked, of which 2.2 KiB of stack; 3,789 bytes resident at 100,000 and 3,850 at 10,000; an MCP tool call parked in examples/echo's sleep, 4,062 bytes resident at 100,000 and 4,275 at 10,000 (aim ≤ 4,096 bytes at both).",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the table lacks\n%s\ngot:\n%s", want, text)
-		}
-	}
+	)
 	res.add(strings.Replace(echo, "%s", "limit", 1), map[string]float64{"req/s": 500_000})
 	var chart bytes.Buffer
 	writeChart(&chart, res)
@@ -108,18 +104,14 @@ func TestWriteProxyTable(t *testing.T) {
 	var out bytes.Buffer
 	writeTables(&out, res, 3, "2s")
 	text := out.String()
-	for _, want := range []string{
+	hasLines(t, text,
 		"| proxy paths, 64 B echo | req/s | against (req/s) | ratio |\n|---|---:|---:|---:|\n",
 		"| `relay supervise` against the server direct (stdio, 256 in flight) | 66,000 (CPU 12.2 µs/req) | 110,000 (CPU 5.2 µs/req) | 60 % (aim ≥ 70 %) |",
 		"| `relay bridge` against examples/echo's own Streamable HTTP (16 connections) | 7,500 | not measured | – (aim ≥ 70 %) |",
 		"| `relay gateway` against the server direct (stdio, 256 in flight) | not measured | 89,000 (CPU 5.1 µs/req) | – (aim ≥ 70 %) |",
 		"| Streamable HTTP: Relay against a bare net/http handler (64 connections) | 14,000 | 20,000 | 70 % (aim ≥ 80 %) |",
 		"| Streamable HTTP: Relay against mcp-go 1.2.1 (64 connections) | 14,000 | 6,500 | 2.15× (aim ≥ 3×) |",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the table lacks\n%s\ngot:\n%s", want, text)
-		}
-	}
+	)
 }
 
 // One go test runs the stdio tables' benchmarks whole and, of the others, exactly the
@@ -133,5 +125,15 @@ func TestTimedPattern(t *testing.T) {
 		"|^BenchmarkHTTPEcho$/^server=relay$/^conns=64$|^BenchmarkHTTPEcho$/^server=bare$/^conns=64$|^BenchmarkHTTPEcho$/^server=mcpgo$/^conns=64$"
 	if got != want {
 		t.Errorf("timedPattern() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// hasLines fails t for each of want that text lacks.
+func hasLines(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("the table lacks\n%s\ngot:\n%s", w, text)
+		}
 	}
 }

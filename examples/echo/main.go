@@ -82,21 +82,11 @@ func main() {
 		})
 
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "echo:", err)
-			os.Exit(1)
-		}
-		pprof.StartCPUProfile(f)
+		pprof.StartCPUProfile(createOrExit(*cpuprofile))
 		defer pprof.StopCPUProfile()
 	}
 	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "echo:", err)
-			os.Exit(1)
-		}
-		trace.Start(f)
+		trace.Start(createOrExit(*traceFile))
 		defer trace.Stop()
 	}
 	// OpenTelemetry, when the OTEL_* variables ask for it (see package telemetry).
@@ -147,3 +137,13 @@ func sleepReporting(ctx context.Context, req *mcp.CallToolRequest, ms int) (*mcp
 }
 
 func slept(ms int) *mcp.CallToolResult { return mcp.TextResult(fmt.Sprintf("slept %d ms", ms)) }
+
+// createOrExit creates the file a profiling flag names, or ends the program saying why.
+func createOrExit(path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+	return f
+}
