@@ -44,7 +44,7 @@ func BenchmarkGateway(b *testing.B) {
 		{"path=gateway", []string{cli, "gateway", "--config", path, "--quiet-child"}},
 	} {
 		for _, inFlight := range []int{1, 256} {
-			b.Run(c.name+"/size=64B/inflight="+strconv.Itoa(inFlight), func(b *testing.B) { benchEcho(b, c.cmd, text(64), inFlight) })
+			b.Run(c.name+"/size=64B/inflight="+strconv.Itoa(inFlight), func(b *testing.B) { benchEcho(b, c.cmd, text(64), inFlight, false) })
 		}
 	}
 }

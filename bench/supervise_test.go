@@ -39,6 +39,6 @@ func BenchmarkSupervise(b *testing.B) {
 		{"path=direct", echo.cmd},
 		{"path=supervised", append([]string{cli, "supervise", "--"}, echo.cmd...)},
 	} {
-		b.Run(c.name+"/size=64B/inflight=256", func(b *testing.B) { benchEcho(b, c.cmd, text(64), 256) })
+		b.Run(c.name+"/size=64B/inflight=256", func(b *testing.B) { benchEcho(b, c.cmd, text(64), 256, false) })
 	}
 }

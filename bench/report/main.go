@@ -210,11 +210,32 @@ type row struct {
 
 var rows = []row{
 	{"64 B echo, 256 in flight (req/s)", "BenchmarkEcho/server=%s/size=64B/inflight=256", "req/s", true, 5, thousands, 0},
-	{"64 KiB echo, 16 in flight (req/s)", "BenchmarkEcho/server=%s/size=64KiB/inflight=16", "req/s", true, 3, thousands, 0},
+	{"64 KiB echo, 16 in flight (req/s)", "BenchmarkEcho/server=%s/size=64KiB/inflight=16", "req/s", true, 4, thousands, 0},
 	{"64 B echo, 1 in flight: p50 latency", "BenchmarkEcho/server=%s/size=64B/inflight=1", "p50-µs", false, 0.5, micros, 0},
 	{"2,560 × sleep 10 ms, 256 in flight", "BenchmarkSleep/server=%s/calls=2560/inflight=256", "ns/op", false, 0, millis,
 		float64(100 * time.Millisecond)},
 	{"peak RSS, 64 B echo at 256 in flight", "BenchmarkEcho/server=%s/size=64B/inflight=256", "peak-RSS-KiB", false, 0, mebibytes, 0},
+}
+
+// writeCollectorShare says what share of each Go server's CPU its collector took at 64 KiB
+// (the gc-% of BenchmarkEcho, from GODEBUG=gctrace=1), the size where it weighs most.
+func writeCollectorShare(w io.Writer, res results) {
+	const bench = "BenchmarkEcho/server=%s/size=64KiB/inflight=16"
+	relay, ok := res.median(fmt.Sprintf(bench, "relay"), "gc-%")
+	if !ok {
+		return
+	}
+	var peers []string
+	for _, s := range servers {
+		if v, ok := res.median(fmt.Sprintf(bench, s.key), "gc-%"); ok && s.key != "relay" && s.key != "limit" {
+			peers = append(peers, fmt.Sprintf("%s %.0f %%", s.title, v))
+		}
+	}
+	fmt.Fprintf(w, "\nAt 64 KiB the garbage collector takes %.0f %% of Relay's CPU (marking and pauses, as `GODEBUG=gctrace=1` counts them", relay)
+	if len(peers) > 0 {
+		fmt.Fprintf(w, "; %s", strings.Join(peers, ", "))
+	}
+	fmt.Fprint(w, ").\n")
 }
 
 // value returns the row's median for a server, the ideal standing for the limit's where the
@@ -274,6 +295,7 @@ func writeTables(w io.Writer, res results, rounds int, benchtime string) {
 	if v, ok := res.median("BenchmarkSleep/server=relay/calls=2560/inflight=256", "x-ideal"); ok {
 		fmt.Fprintf(w, "\nThe 2,560 sleeps take %.2f× the ideal 100 ms on Relay (aim ≤ 1.5×).\n", v)
 	}
+	writeCollectorShare(w, res)
 
 	fmt.Fprint(w, "\n| framing over a real pipe (ns per frame) | Relay's Reader | bufio.Scanner | bare read loop (the limit) | Relay ÷ limit speed |\n|---|---:|---:|---:|---:|\n")
 	for _, size := range []string{"64B", "1KiB", "64KiB"} {
