@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -103,6 +106,34 @@ func TestFlatArgs_OnlyForFlatSchemas(t *testing.T) {
 	s, _ = jsonschema.For[list](nil)
 	if flatSchema(s) != nil {
 		t.Error("an array property must take the general path")
+	}
+}
+
+// TestFlatArgs_LongStringsShareTheRequest: a long string that is most of the arguments is the
+// request's own bytes, not a copy; a short one, or a long one among larger arguments, is a
+// copy, so that keeping it does not keep the request.
+func TestFlatArgs_LongStringsShareTheRequest(t *testing.T) {
+	flat, _ := flatFixture(t)
+	long := strings.Repeat("x", minSharedString)
+	for _, tc := range []struct {
+		name, args string
+		shared     bool
+	}{
+		{"long, most of the arguments", `{"text":"` + long + `"}`, true},
+		{"short", `{"text":"hi"}`, false},
+		{"one byte short of long", `{"text":"` + long[1:] + `"}`, false},
+		{"long, among larger arguments", `{"text":"` + long + `","title":"` + long + long + `"}`, false},
+	} {
+		args := []byte(tc.args)
+		var in flatIn
+		if !flat.decode(args, &in) {
+			t.Fatalf("%s: not decoded on the flat path", tc.name)
+		}
+		start := bytes.Index(args, []byte(`"text":"`)) + len(`"text":"`)
+		shared := unsafe.StringData(in.Text) == &args[start]
+		if shared != tc.shared || in.Text != tc.args[start:start+len(in.Text)] {
+			t.Errorf("%s: shares the request's bytes: %v, want %v (text %d bytes)", tc.name, shared, tc.shared, len(in.Text))
+		}
 	}
 }
 

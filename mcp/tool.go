@@ -228,6 +228,10 @@ func (t *toolRun[In]) finished(res *CallToolResult, err error) (any, error) {
 // are required). It panics if a schema cannot be derived or resolved, or an icon is not valid,
 // which is a programming error. opts tune how its calls are served: AsTask and StartsTask
 // make them tasks.
+//
+// A long string argument (1 KiB or more, most of the arguments) is not copied out of the
+// request: it shares the request's memory, which nothing changes. A handler that keeps it
+// keeps the request's frame with it, at most about twice its size.
 func AddTool[In any](s *Server, t *Tool, h ToolHandler[In], opts ...ToolOption) {
 	var o toolOptions
 	for _, opt := range opts {

@@ -40,6 +40,7 @@ func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080, endpoint /mcp) instead of stdio")
 	instance := flag.String("instance", "", "with -http: this instance's name behind a load balancer (see examples/deploy)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file (for benchmarking Relay itself)")
+	memprofile := flag.String("memprofile", "", "write a heap profile (allocations by place) to this file when the input ends (for benchmarking Relay itself)")
 	traceFile := flag.String("trace", "", "write an execution trace to this file (go tool trace; for benchmarking Relay itself)")
 	stateKey := statekey.AddFlag(flag.CommandLine, "with -http, give every instance behind a load balancer the same key")
 	redis := fleetflag.AddFlag(flag.CommandLine, "with -http")
@@ -84,6 +85,10 @@ func main() {
 	if *cpuprofile != "" {
 		pprof.StartCPUProfile(createOrExit(*cpuprofile))
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		f := createOrExit(*memprofile)
+		defer func() { pprof.Lookup("allocs").WriteTo(f, 0); f.Close() }()
 	}
 	if *traceFile != "" {
 		trace.Start(createOrExit(*traceFile))
