@@ -1,10 +1,12 @@
 package jsonrpc
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendResult appends a response carrying result, which must be valid JSON.
@@ -80,11 +82,12 @@ func appendString(dst []byte, s string) []byte { return AppendString(dst, s) }
 
 const hexDigits = "0123456789abcdef"
 
-// load8 reads 8 bytes of s as a little-endian word (the compiler makes it one load).
-func load8(s string, i int) uint64 {
-	_ = s[i+7]
-	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+// plainASCII32 reports whether the 32 bytes at d[i:] are all ASCII that AppendString copies
+// as it is: none flagged by special8.
+func plainASCII32(d []byte, i int) bool {
+	d = d[i : i+32]
+	return special8(binary.LittleEndian.Uint64(d))|special8(binary.LittleEndian.Uint64(d[8:]))|
+		special8(binary.LittleEndian.Uint64(d[16:]))|special8(binary.LittleEndian.Uint64(d[24:])) == 0
 }
 
 // special8 flags (in the top bit of each byte) the bytes of x that AppendString cannot copy
@@ -93,18 +96,20 @@ func special8(x uint64) uint64 { return notPlain(x) | x&msb }
 
 // AppendString appends s as a JSON string: quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced by U+FFFD and U+2028 and U+2029 escaped (as encoding/json
-// does), everything else copied as it is. Runs of plain ASCII are checked 8 bytes at a time.
+// does), everything else copied as it is. Runs of plain ASCII are checked a word at a time.
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	d := unsafe.Slice(unsafe.StringData(s), len(s)) // read only: words load as one
 	start := 0
 	for i := 0; i < len(s); {
-		// Plain ASCII 16 and then 8 bytes a step; at a word that holds a byte to look at, jump
-		// straight to it (the lowest flagged byte is always a true one).
-		for i+16 <= len(s) && special8(load8(s, i))|special8(load8(s, i+8)) == 0 {
-			i += 16
+		// Plain ASCII 32 and then 8 bytes a step; at a word that holds a byte to look at, jump
+		// straight to it (the lowest flagged byte is always a true one). The words load from
+		// a byte view of s: loaded from the string byte by byte, each took eight bounds checks.
+		for i+32 <= len(d) && plainASCII32(d, i) {
+			i += 32
 		}
 		for i+8 <= len(s) {
-			if m := special8(load8(s, i)); m != 0 {
+			if m := special8(binary.LittleEndian.Uint64(d[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}

@@ -39,3 +39,21 @@ func BenchmarkAppendResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendString measures jsonrpc.AppendString on 64 KiB of text: plain ASCII with
+// nothing to escape (a long argument echoed back), and prose with quotes and new lines.
+func BenchmarkAppendString(b *testing.B) {
+	for _, text := range []struct{ name, s string }{
+		{"plain", strings.Repeat("x", 64<<10)},
+		{"prose", toolText(64 << 10)},
+	} {
+		b.Run("text="+text.name, func(b *testing.B) {
+			buf := jsonrpc.AppendString(nil, text.s)
+			b.SetBytes(int64(len(text.s)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = jsonrpc.AppendString(buf[:0], text.s)
+			}
+		})
+	}
+}
