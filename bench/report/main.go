@@ -218,7 +218,8 @@ var rows = []row{
 }
 
 // writeCollectorShare says what share of each Go server's CPU its collector took at 64 KiB
-// (the gc-% of BenchmarkEcho, from GODEBUG=gctrace=1), the size where it weighs most.
+// (the gc-% of BenchmarkEcho, from GODEBUG=gctrace=1), the size where it weighs most, with
+// Relay's CPU per request, which moves less with the machine than its throughput.
 func writeCollectorShare(w io.Writer, res results) {
 	const bench = "BenchmarkEcho/server=%s/size=64KiB/inflight=16"
 	relay, ok := res.median(fmt.Sprintf(bench, "relay"), "gc-%")
@@ -231,7 +232,11 @@ func writeCollectorShare(w io.Writer, res results) {
 			peers = append(peers, fmt.Sprintf("%s %.0f %%", s.title, v))
 		}
 	}
-	fmt.Fprintf(w, "\nAt 64 KiB the garbage collector takes %.0f %% of Relay's CPU (marking and pauses, as `GODEBUG=gctrace=1` counts them", relay)
+	cpu := ""
+	if v, ok := res.median(fmt.Sprintf(bench, "relay"), "cpu-µs/req"); ok {
+		cpu = fmt.Sprintf(", %.0f µs per request", v)
+	}
+	fmt.Fprintf(w, "\nAt 64 KiB the garbage collector takes %.0f %% of Relay's CPU%s (marking and pauses, as `GODEBUG=gctrace=1` counts them", relay, cpu)
 	if len(peers) > 0 {
 		fmt.Fprintf(w, "; %s", strings.Join(peers, ", "))
 	}

@@ -41,7 +41,7 @@ func TestWriteTables(t *testing.T) {
 	res.add("BenchmarkIdleInFlight/server=relay/parked=100000", map[string]float64{"rss-B/parked": 4062})
 	res.add("BenchmarkIdleInFlight/server=relay/parked=10000", map[string]float64{"rss-B/parked": 4275})
 	big := "BenchmarkEcho/server=%s/size=64KiB/inflight=16"
-	res.add(strings.Replace(big, "%s", "relay", 1), map[string]float64{"req/s": 6000, "gc-%": 22.4})
+	res.add(strings.Replace(big, "%s", "relay", 1), map[string]float64{"req/s": 6000, "gc-%": 22.4, "cpu-µs/req": 144.2})
 	res.add(strings.Replace(big, "%s", "gosdk", 1), map[string]float64{"req/s": 400, "gc-%": 15.7})
 	res.add(strings.Replace(big, "%s", "ts", 1), map[string]float64{"req/s": 2000})
 	var out bytes.Buffer
@@ -50,7 +50,7 @@ func TestWriteTables(t *testing.T) {
 	hasLines(t, text,
 		"| 64 B echo, 256 in flight (req/s) | **110,000** | 5,000 | – | 25,000 | – | 4.40× (aim ≥ 5×) |",
 		"| 64 KiB echo, 16 in flight (req/s) | **6,000** | 400 | – | 2,000 | – | 3.00× (aim ≥ 4×) |",
-		"At 64 KiB the garbage collector takes 22 % of Relay's CPU (marking and pauses, as `GODEBUG=gctrace=1` counts them; go-sdk 1.8.0 16 %).",
+		"At 64 KiB the garbage collector takes 22 % of Relay's CPU, 144 µs per request (marking and pauses, as `GODEBUG=gctrace=1` counts them; go-sdk 1.8.0 16 %).",
 		"| 64 B echo, 1 in flight: p50 latency | **20.0 µs** | 80.0 µs | – | 50.0 µs | – | 0.40× (aim ≤ 0.5×) |",
 		"Memory per request parked in a handler on a stdio server: 3.6 KiB of Go heap and stacks at 100,000 parked, of which 2.2 KiB of stack; 3,789 bytes resident at 100,000 and 3,850 at 10,000; an MCP tool call parked in examples/echo's sleep, 4,062 bytes resident at 100,000 and 4,275 at 10,000 (aim ≤ 4,096 bytes at both).",
 	)
