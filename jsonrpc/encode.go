@@ -108,7 +108,7 @@ func AppendString(dst []byte, s string) []byte {
 		for i+32 <= len(d) && plainASCII32(d, i) {
 			i += 32
 		}
-		for i+8 <= len(s) {
+		for i+8 <= len(d) {
 			if m := special8(binary.LittleEndian.Uint64(d[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break

@@ -222,7 +222,8 @@ var rows = []row{
 // Relay's CPU per request, which moves less with the machine than its throughput.
 func writeCollectorShare(w io.Writer, res results) {
 	const bench = "BenchmarkEcho/server=%s/size=64KiB/inflight=16"
-	relay, ok := res.median(fmt.Sprintf(bench, "relay"), "gc-%")
+	ofRelay := fmt.Sprintf(bench, "relay")
+	relay, ok := res.median(ofRelay, "gc-%")
 	if !ok {
 		return
 	}
@@ -233,7 +234,7 @@ func writeCollectorShare(w io.Writer, res results) {
 		}
 	}
 	cpu := ""
-	if v, ok := res.median(fmt.Sprintf(bench, "relay"), "cpu-µs/req"); ok {
+	if v, ok := res.median(ofRelay, "cpu-µs/req"); ok {
 		cpu = fmt.Sprintf(", %.0f µs per request", v)
 	}
 	fmt.Fprintf(w, "\nAt 64 KiB the garbage collector takes %.0f %% of Relay's CPU%s (marking and pauses, as `GODEBUG=gctrace=1` counts them", relay, cpu)
